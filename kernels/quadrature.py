@@ -1,0 +1,486 @@
+"""Exact posterior of α by deterministic quadrature.
+
+The α-marginal is π(α) ∝ Beta(α; n₊ + 1, N_Φ − n₊ + 1) · Λ(α), with
+
+    Λ(α) = E_{ρ,η}[ p^m₊ (1 − p)^(N_M − m₊) ],   p = αρ + (1 − α)(1 − η),
+
+the binomial likelihood averaged over the Beta posteriors of ρ and η.
+
+Coordinates. For fixed α the likelihood depends on (ρ, η) only through p, so
+Λ is integrated in coordinates (t, s) with
+
+    ρ = t + (1 − α)·s,   η = 1 − t + α·s,   p = t,   |∂(ρ, η)/∂(t, s)| = 1.
+
+The likelihood is then a function of t alone, and the inner integral over s
+(for fixed α, t) is over a product of two Beta densities on an exact interval,
+smooth inside. This makes a sharp likelihood (N_M up to 10^7) an axis-aligned
+peak instead of a thin oblique ridge through the unit square.
+
+Kinks. Where the (ρ, η) densities are non-zero at the corners (0, 0) or
+(1, 1), the s-interval's end points switch at t = 1 − α and t = α, which puts
+kinks into the t-integrand and, through a sharp likelihood, into π(α) at
+α ≈ p̂ and α ≈ 1 − p̂. Each rule is therefore composite: Gauss–Legendre panels
+between those break points, so that every panel integrates an analytic
+function.
+
+Placement. Each 1-D rule spans a window of ± ``width`` approximate standard
+deviations around an approximate centre (precision-weighted normal
+approximations of the factors), clipped to the exact limits, and places its
+nodes through the map x = c + h·sinh(u), which packs them near the centre and
+spaces them logarithmically in the tails: a Gaussian core and exponential tails
+(a Beta(1, b) near a bound) are both integrated to near machine precision by a
+few dozen nodes.
+
+Interval. Within each α panel the integrand is expanded in Legendre
+polynomials from its values at the Gauss nodes; the series' antiderivative is
+the CDF, inverted by bisection for the central credible interval.
+
+Everything here works on one lane; callers ``jax.vmap`` over lanes. Use
+float64 (``jax_enable_x64``): this is the yardstick.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import xlog1py, xlogy
+
+from kernels.counts import Counts
+
+Array = jax.Array
+
+__all__ = [
+    "QuadratureRule",
+    "PosteriorSummary",
+    "MODEL_KINDS",
+    "model_kind",
+    "posterior_summary",
+    "alpha_log_marginal",
+]
+
+#: Lane kinds, each integrated by its own rule: the α-marginal is a Beta
+#: (N_M = 0), a 1-D integral (ρ, η known), or a 3-D one.
+MODEL_KINDS = ("beta", "known", "full")
+
+
+class QuadratureRule(NamedTuple):
+    """Node counts and window of the nested rules (static: hashable numbers).
+
+    Attributes:
+        alpha_nodes: Gauss–Legendre nodes per α panel (up to 3 panels).
+        t_nodes: nodes per panel of the metric-rate coordinate t (up to 4 panels).
+        s_nodes: nodes per panel of the innermost coordinate s (2 panels).
+        width: half-width of the α window, in approximate SDs.
+        drop: the t and s windows end where the log-integrand (or its stand-in)
+            has fallen this far below its peak (30: mass left outside < 1e-12).
+    """
+
+    alpha_nodes: int = 24
+    t_nodes: int = 16
+    s_nodes: int = 12
+    width: float = 30.0
+    drop: float = 30.0
+
+
+class PosteriorSummary(NamedTuple):
+    """Posterior of α for one fit (scalars, or ``(B,)`` when vmapped).
+
+    Attributes:
+        mean: posterior mean of α.
+        sd: posterior standard deviation of α.
+        ci_low: lower end of the central credible interval.
+        ci_high: upper end of the central credible interval.
+    """
+
+    mean: Array
+    sd: Array
+    ci_low: Array
+    ci_high: Array
+
+
+def model_kind(n_m, rho_eta_known) -> np.ndarray:
+    """Index into :data:`MODEL_KINDS` for each lane (host-side, NumPy)."""
+    n_m = np.asarray(n_m)
+    return np.where(n_m == 0, 0, np.where(np.asarray(rho_eta_known, bool), 1, 2))
+
+
+@lru_cache(maxsize=None)
+def _gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes y, weights w on [−1, 1], and P_j(y_i) for j = 0..n as an (n+1, n) table."""
+    y, w = np.polynomial.legendre.leggauss(n)
+    table = np.stack([np.polynomial.legendre.Legendre.basis(j)(y) for j in range(n + 1)])
+    return y, w, table
+
+
+def _beta_moments(a: Array, b: Array) -> tuple[Array, Array]:
+    total = a + b
+    return a / total, jnp.sqrt(a * b / (total * total * (total + 1.0)))
+
+
+def _logit(x):
+    return jnp.log(x) - jnp.log1p(-x)
+
+
+def _lse(log_values: Array) -> Array:
+    """log Σ exp over every element; −inf (not NaN) when all are −inf."""
+    top = jnp.max(log_values)
+    top = jnp.where(jnp.isfinite(top), top, 0.0)
+    return top + jnp.log(jnp.sum(jnp.exp(log_values - top)))
+
+
+class _Panels(NamedTuple):
+    """A composite rule: P panels of n Gauss–Legendre nodes in v.
+
+    u = c + h·sinh(v) with the sinh map, u = v without; x = sigmoid(u) on the
+    logit scale, x = u otherwise.
+    """
+
+    x: Array  # (P, n) nodes
+    log_w: Array  # (P, n) log of w_i·dv/dy·du/dv·dx/du; −inf on empty panels
+    left: Array  # (P,) panel start in v
+    right: Array  # (P,) panel end in v
+    centre: Array  # (P,) c of the sinh map (unused without it)
+    scale: Array  # (P,) h of the sinh map (unused without it)
+    sinh: bool
+    logit: bool
+
+    def position(self, panel: Array, y: Array) -> Array:
+        """x at y ∈ [−1, 1] of panel ``panel``."""
+        v = 0.5 * (self.left[panel] * (1.0 - y) + self.right[panel] * (1.0 + y))
+        u = self.centre[panel] + self.scale[panel] * jnp.sinh(v) if self.sinh else v
+        return jax.nn.sigmoid(u) if self.logit else u
+
+
+#: Multiples of the scale at which a window's edge is probed.
+_LADDER = np.array([1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0])
+#: Logit windows stop at |u| = 36 (x within 2.3e-16 of a bound, where 1 − x is
+#: still representable): no posterior with sample sizes below 10^14 has mass beyond.
+_LOGIT_EDGE = 36.0
+
+
+def _window_edge(log_f, centre, scale, limit, sign, drop):
+    """First probe centre + sign·k·scale (k on the ladder) where log_f has fallen by ``drop``.
+
+    Probes are clipped at ``limit``; reaching it ends the window there.
+    """
+    points = centre + sign * _LADDER * scale
+    points = jnp.where(sign * (points - limit) >= 0, limit, points)
+    fallen = (log_f(centre) - log_f(points) >= drop) | (points == limit)
+    return jnp.where(jnp.any(fallen), points[jnp.argmax(fallen)], points[-1])
+
+
+def _to_logit(lo, hi, centre, scale, breaks):
+    """Carry a placement on the probability scale over to u = logit(x)."""
+    edge = 1.0 / (1.0 + np.exp(_LOGIT_EDGE))
+    c = jnp.clip(centre, edge, 1.0 - edge)
+    scale = scale / (c * (1.0 - c))
+    lo = jnp.maximum(_logit(jnp.maximum(lo, edge)), -_LOGIT_EDGE)
+    hi = jnp.minimum(_logit(jnp.minimum(hi, 1.0 - edge)), _LOGIT_EDGE)
+    return lo, hi, _logit(c), scale, tuple(_logit(jnp.clip(b, edge, 1.0 - edge)) for b in breaks)
+
+
+def _gauss_panels(left, right, n, logit, centre=None, scale=None) -> _Panels:
+    """Gauss–Legendre panels on [left_p, right_p] in v, optionally sinh-mapped."""
+    y, w, _ = _gauss_legendre(n)
+    half = 0.5 * (right - left)
+    v = 0.5 * (left + right)[:, None] + half[:, None] * y
+    log_w = jnp.log(jnp.maximum(half[:, None] * w, 0.0))
+    sinh = centre is not None
+    if sinh:
+        u = centre[:, None] + scale[:, None] * jnp.sinh(v)
+        log_w = log_w + jnp.log(scale[:, None] * jnp.cosh(v))
+    else:
+        u, centre, scale = v, left, jnp.ones_like(left)
+    if logit:
+        log_w = log_w + jax.nn.log_sigmoid(u) + jax.nn.log_sigmoid(-u)
+        u = jax.nn.sigmoid(u)
+    return _Panels(u, log_w, left, right, centre, scale, sinh, logit)
+
+
+def _probed_panels(log_f, lo, hi, centre, scale, breaks, n, drop, logit=False) -> _Panels:
+    """Gauss–Legendre panels around the mode of a peaked log-integrand ``log_f`` on [lo, hi].
+
+    The window runs, on either side of ``centre`` (the mode), to where
+    ``log_f`` has fallen by ``drop``, probed on a ladder of multiples of
+    ``scale``, and is split at the mode and at ``breaks`` (kinks): each panel
+    then holds a one-sided, smooth piece of the peak, which Gauss–Legendre
+    integrates to ~1e-8 with a dozen nodes whether it is Gaussian, exponential
+    or truncated. With ``logit`` all arguments are in u = logit(x) (``log_f``
+    including the Jacobian); nodes come back in x, weights include dx/du.
+    """
+    centre = jnp.clip(centre, lo, hi)
+    a = _window_edge(log_f, centre, scale, lo, -1.0, drop)
+    b = _window_edge(log_f, centre, scale, hi, 1.0, drop)
+    edges = jnp.sort(jnp.stack([a, centre, *[jnp.clip(x, a, b) for x in breaks], b]))
+    return _gauss_panels(edges[:-1], edges[1:], n, logit)
+
+
+def _sinh_panels(lo, hi, centre, scale, breaks, n, width, logit=False) -> _Panels:
+    """Gauss–Legendre panels under the map u = c + h·sinh(v), for a rough placement.
+
+    Used where only an approximate centre c and scale h are known: the window
+    is c ± width·h clipped to [lo, hi], split at ``breaks`` (kinks of the
+    integrand); the map packs nodes near c and spaces them logarithmically
+    further out, so a misjudged scale costs accuracy gradually, not at once.
+    With ``logit`` the placement is on the probability scale of a variable in
+    [0, 1] and the rule is built in u = logit(x), where Beta-like factors are
+    smooth bells and near-bound behaviour becomes exponential tails.
+    """
+    if logit:
+        lo, hi, centre, scale, breaks = _to_logit(lo, hi, centre, scale, breaks)
+    a = jnp.maximum(lo, centre - width * scale)
+    b = jnp.minimum(hi, centre + width * scale)
+    missed = a >= b
+    a, b = jnp.where(missed, lo, a), jnp.where(missed, hi, b)
+    edges = jnp.sort(jnp.stack([a, *[jnp.clip(x, a, b) for x in breaks], b]))
+    c = jnp.clip(centre, edges[:-1], edges[1:])
+    h = jnp.broadcast_to(scale, c.shape)
+    left, right = jnp.arcsinh((edges[:-1] - c) / h), jnp.arcsinh((edges[1:] - c) / h)
+    return _gauss_panels(left, right, n, logit, c, h)
+
+
+def _log_beta_kernel(v, one_minus_v, a, b):
+    return xlogy(a - 1.0, v) + xlogy(b - 1.0, one_minus_v)
+
+
+def _log_beta_slope(v, one_minus_v, a, b):
+    """First and second derivatives in v of (a − 1)·log v + (b − 1)·log(1 − v)."""
+    up = jnp.where(a > 1.0, (a - 1.0) / v, 0.0)
+    down = jnp.where(b > 1.0, (b - 1.0) / one_minus_v, 0.0)
+    return up - down, -up / v - down / one_minus_v
+
+
+def _logit_beta_kernel(a, b):
+    """log of x^a (1 − x)^b as a function of u = logit(x), with its mode and scale.
+
+    This is a Beta(a, b) kernel with the logit Jacobian: mode x* = a/(a + b),
+    curvature (a + b)·x*(1 − x*) in u; the scale is returned on the x scale.
+    """
+    mode = a / (a + b)
+    scale = jnp.sqrt(mode * (1.0 - mode) / (a + b))
+
+    def log_f(u):
+        return a * jax.nn.log_sigmoid(u) + b * jax.nn.log_sigmoid(-u)
+
+    return log_f, mode, scale
+
+
+def _beta_from_moments(mean, sd):
+    """Beta(a, b) with the given mean and SD, flattened to a, b ≥ 1 when too wide."""
+    mean = jnp.clip(mean, 1e-300, 1.0 - 1e-16)
+    total = jnp.maximum(mean * (1.0 - mean) / jnp.maximum(sd * sd, 1e-300) - 1.0, 0.0)
+    return jnp.maximum(mean * total, 1.0), jnp.maximum((1.0 - mean) * total, 1.0)
+
+
+def _log_concave_peak(slope_fn, lo, hi, start, iterations: int = 32):
+    """Mode and scale of a log-concave function on [lo, hi] from its log-derivatives.
+
+    ``slope_fn(x) -> (g, h)`` gives the first and second derivatives of the log.
+    Newton steps that leave the bracket fall back to bisection, so the search
+    always converges; a mode at an end point is that end point. The scale is
+    1/sqrt(−h + g²): the curvature width at an interior mode, and the
+    exponential decay length 1/|g| at a boundary mode.
+    """
+    span = hi - lo
+    eps = 1e-9 * span
+    g_lo, _ = slope_fn(lo + eps)
+    g_hi, _ = slope_fn(hi - eps)
+
+    def step(_, state):
+        a, b, x = state
+        g, h = slope_fn(x)
+        a, b = jnp.where(g > 0, x, a), jnp.where(g > 0, b, x)
+        newton = x - g / jnp.where(h < 0, h, -1.0)
+        inside = (newton > a) & (newton < b)
+        return a, b, jnp.where(inside, newton, 0.5 * (a + b))
+
+    start = jnp.clip(start, lo + eps, hi - eps)
+    _, _, x = jax.lax.fori_loop(0, iterations, step, (lo, hi, start))
+    x = jnp.where(g_lo <= 0, lo, jnp.where(g_hi >= 0, hi, x))
+    g, h = slope_fn(jnp.clip(x, lo + eps, hi - eps))
+    scale = 1.0 / jnp.sqrt(jnp.maximum(-h, 0.0) + g * g)
+    return x, jnp.minimum(scale, span)
+
+
+def _paired_betas(counts: Counts):
+    """Beta posterior parameters (a_ρ, b_ρ, a_η, b_η) from the paired counts."""
+    return (
+        counts.n_tp + 1.0,
+        counts.n_pos_paired - counts.n_tp + 1.0,
+        counts.n_tn + 1.0,
+        counts.n_neg_paired - counts.n_tn + 1.0,
+    )
+
+
+def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule) -> Array:
+    """log Λ(α) for unknown ρ, η: nested rules over t (4 panels) and s (2 panels)."""
+    a_r, b_r, a_e, b_e = _paired_betas(counts)
+    mean_r, sd_r = _beta_moments(a_r, b_r)
+    mean_e, sd_e = _beta_moments(a_e, b_e)
+    m, n = counts.m_pos, counts.n_m
+    beta = 1.0 - alpha
+
+    def log_inner(t):
+        # ρ = t + βs and η = 1 − t + αs stay inside [0, 1] for s in [s_lo, s_hi].
+        s_lo = jnp.maximum(-t / beta, (t - 1.0) / alpha)
+        s_hi = jnp.minimum((1.0 - t) / beta, t / alpha)
+
+        def log_f(s):
+            clip = lambda v: jnp.clip(v, 0.0, 1.0)  # noqa: E731 - rounding at the limits
+            log_r = _log_beta_kernel(clip(t + beta * s), clip(1.0 - t - beta * s), a_r, b_r)
+            log_e = _log_beta_kernel(clip(1.0 - t + alpha * s), clip(t - alpha * s), a_e, b_e)
+            return log_r + log_e
+
+        def slope(s):
+            gr, hr = _log_beta_slope(t + beta * s, 1.0 - t - beta * s, a_r, b_r)
+            ge, he = _log_beta_slope(1.0 - t + alpha * s, t - alpha * s, a_e, b_e)
+            return beta * gr + alpha * ge, beta**2 * hr + alpha**2 * he
+
+        # At t = 0 or 1 (to rounding) the segment is a point: no mass.
+        empty = s_hi <= s_lo
+        s_hi = jnp.where(empty, s_lo + 1.0, s_hi)
+        # Start from the precision-weighted centre of the two factors in s.
+        w_r, w_e = (beta / sd_r) ** 2, (alpha / sd_e) ** 2
+        start = (w_r * (mean_r - t) / beta + w_e * (mean_e - 1.0 + t) / alpha) / (w_r + w_e)
+        centre, scale = _log_concave_peak(slope, s_lo, s_hi, start)
+        p = _probed_panels(log_f, s_lo, s_hi, centre, scale, (), rule.s_nodes, rule.drop)
+        return jnp.where(empty, -jnp.inf, _lse(p.log_w + log_f(p.x)))
+
+    # Placement in t: the likelihood's Beta(m + 1, N − m + 1) kernel times a
+    # Beta matched to the moments of p = αρ + (1 − α)(1 − η).
+    mean_q = alpha * mean_r + beta * (1.0 - mean_e)
+    sd_q = jnp.sqrt((alpha * sd_r) ** 2 + (beta * sd_e) ** 2)
+    a_q, b_q = _beta_from_moments(mean_q, sd_q)
+    log_f, mode, scale = _logit_beta_kernel(m + a_q, n - m + b_q)
+    lo, hi, centre, scale, breaks = _to_logit(0.0, 1.0, mode, scale, (alpha, beta))
+    p = _probed_panels(log_f, lo, hi, centre, scale, breaks, rule.t_nodes, rule.drop, logit=True)
+    t = p.x.reshape(-1)
+    log_l = xlogy(m, t) + xlog1py(n - m, -t)
+    return _lse(p.log_w.reshape(-1) + log_l + jax.vmap(log_inner)(t))
+
+
+def _log_lambda_known(alpha, counts: Counts) -> Array:
+    """log Λ(α) for known ρ, η: the binomial likelihood itself."""
+    p = alpha * counts.rho + (1.0 - alpha) * (1.0 - counts.eta)
+    q = alpha * (1.0 - counts.rho) + (1.0 - alpha) * counts.eta
+    return xlogy(counts.m_pos, p) + xlogy(counts.n_m - counts.m_pos, q)
+
+
+def alpha_log_marginal(alpha: Array, counts: Counts, kind: str, rule: QuadratureRule) -> Array:
+    """log π(α | counts) up to a constant, at interior points ``alpha`` of any shape."""
+    log_prior = _log_beta_kernel(
+        alpha, 1.0 - alpha, counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
+    )
+    if kind == "beta":
+        return log_prior
+    if kind == "known":
+        return log_prior + _log_lambda_known(alpha, counts)
+    flat = alpha.reshape(-1)
+    log_lambda = jax.vmap(lambda a: _log_lambda_full(a, counts, rule))(flat)
+    return log_prior + log_lambda.reshape(alpha.shape)
+
+
+def _alpha_placement(counts: Counts, kind: str):
+    """(centre, scale, breaks) that place the α rule.
+
+    The human ratings' Beta(n₊ + 1, N_Φ − n₊ + 1) kernel times a Beta matched
+    to what the metric alone says of α: p̂ ≈ α·E ρ + (1 − α)(1 − E η) solved for
+    α, with the spread of p̂, ρ and η propagated; the product of two Beta
+    kernels is a Beta kernel, whose logit-scale mode and curvature place the
+    rule. Break points at α = p̂ and 1 − p̂, where π(α) can have kinks (see the
+    module docstring).
+    """
+    a_a, b_a = counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
+    if kind == "beta":
+        _, centre, scale = _logit_beta_kernel(a_a, b_a)
+        return centre, scale, ()
+    m, n = counts.m_pos, counts.n_m
+    mean_l, sd_l = _beta_moments(m + 1.0, n - m + 1.0)
+    if kind == "known":
+        mean_r, mean_e, var_r, var_e = counts.rho, counts.eta, 0.0, 0.0
+    else:
+        a_r, b_r, a_e, b_e = _paired_betas(counts)
+        mean_r, sd_r = _beta_moments(a_r, b_r)
+        mean_e, sd_e = _beta_moments(a_e, b_e)
+        var_r, var_e = sd_r**2, sd_e**2
+    slope = mean_r + mean_e - 1.0
+    safe_slope = jnp.where(jnp.abs(slope) > 1e-12, slope, 1e-12)
+    alpha_m = jnp.clip((mean_l - 1.0 + mean_e) / safe_slope, 0.0, 1.0)
+    spread = alpha_m**2 * var_r + (1.0 - alpha_m) ** 2 * var_e
+    a_m, b_m = _beta_from_moments(alpha_m, jnp.sqrt(sd_l**2 + spread) / jnp.abs(safe_slope))
+    _, centre, scale = _logit_beta_kernel(a_a + a_m - 1.0, b_a + b_m - 1.0)
+    breaks = (mean_l, 1.0 - mean_l) if kind == "full" else ()
+    return centre, scale, breaks
+
+
+def _legendre_antiderivative(coeffs: Array, y: Array) -> Array:
+    """∫_{−1}^{y} Σ_j c_j P_j, for coefficients ``(n,)`` and a scalar y."""
+    n = coeffs.shape[0]
+    p_prev, p_cur = jnp.ones_like(y), y  # P_0, P_1
+    legendre = [p_prev, p_cur]
+    for j in range(1, n):
+        p_prev, p_cur = p_cur, ((2 * j + 1) * y * p_cur - j * p_prev) / (j + 1)
+        legendre.append(p_cur)
+    total = coeffs[0] * (y + 1.0)
+    for j in range(1, n):
+        total += coeffs[j] * (legendre[j + 1] - legendre[j - 1]) / (2 * j + 1)
+    return total
+
+
+def _quantile(panels: _Panels, density: Array, q: Array, n: int) -> Array:
+    """The q-quantile from normalised panel values ``density`` (P, n) of π(x)·dx/dy."""
+    y, w, table = _gauss_legendre(n)
+    scale = (2.0 * np.arange(n) + 1.0) / 2.0
+    coeffs = scale * jnp.einsum("pi,ji->pj", density * w, table[:n])  # (P, n)
+    mass = 2.0 * coeffs[:, 0]
+    cumulative = jnp.cumsum(mass)
+    panel = jnp.clip(jnp.searchsorted(cumulative, q), 0, mass.shape[0] - 1)
+    target = q - (cumulative[panel] - mass[panel])
+    c = coeffs[panel]
+
+    def bisect(_, bounds):
+        lo, hi = bounds
+        mid = 0.5 * (lo + hi)
+        below = _legendre_antiderivative(c, mid) < target
+        return jnp.where(below, mid, lo), jnp.where(below, hi, mid)
+
+    lo, hi = jax.lax.fori_loop(0, 60, bisect, (jnp.array(-1.0), jnp.array(1.0)))
+    return panels.position(panel, 0.5 * (lo + hi))
+
+
+def posterior_summary(
+    counts: Counts,
+    kind: str,
+    level: float = 0.95,
+    rule: QuadratureRule = QuadratureRule(),
+) -> PosteriorSummary:
+    """Posterior mean, SD and central ``level`` interval of α for one lane.
+
+    Args:
+        counts: one lane's counts (scalars).
+        kind: one of :data:`MODEL_KINDS`, static; "beta" requires N_M = 0
+            and "known" requires ``counts.rho_eta_known``.
+        level: credible level of the central interval, in (0, 1).
+        rule: node counts and window.
+    """
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"kind must be one of {MODEL_KINDS}, got {kind!r}")
+    centre, scale, breaks = _alpha_placement(counts, kind)
+    panels = _sinh_panels(0.0, 1.0, centre, scale, breaks, rule.alpha_nodes, rule.width, True)
+    log_post = alpha_log_marginal(panels.x, counts, kind, rule) + panels.log_w
+    top = jnp.max(log_post)
+    weights = jnp.exp(log_post - top)
+    weights = weights / jnp.sum(weights)
+    mean = jnp.sum(weights * panels.x)
+    sd = jnp.sqrt(jnp.sum(weights * (panels.x - mean) ** 2))
+    # density·dx/dy in each panel, normalised: the weights divided by w_i.
+    _, w, _ = _gauss_legendre(rule.alpha_nodes)
+    density = weights / w
+    tail = 0.5 * (1.0 - level)
+    low = _quantile(panels, density, tail, rule.alpha_nodes)
+    high = _quantile(panels, density, 1.0 - tail, rule.alpha_nodes)
+    return PosteriorSummary(mean, sd, low, high)
