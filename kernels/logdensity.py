@@ -72,8 +72,11 @@ def _log_metric_rates(log_a, log_1ma, log_r, log_1mr, log_e, log_1me):
     return log_p, log_q
 
 
-def _safe_log(v: Array) -> Array:
-    return jnp.log(jnp.where(v > 0, v, 1.0)) + jnp.where(v > 0, 0.0, -jnp.inf)
+def _floored_log(v: Array) -> Array:
+    """log v, floored at log(1e-300) so that a known ρ or η of exactly 0 or 1
+    keeps log p finite (and its gradient defined); the floor is far below any
+    probability that matters."""
+    return jnp.log(jnp.maximum(v, 1e-300))
 
 
 def position_size(rho_eta_known: bool) -> int:
@@ -103,10 +106,8 @@ def logdensity(position: Array, counts: Counts) -> Array:
         value += binomial_logit_term(x_rho, counts.n_tp + 1.0, counts.n_pos_paired + 2.0)
         value += binomial_logit_term(x_eta, counts.n_tn + 1.0, counts.n_neg_paired + 2.0)
     else:
-        log_r, log_1mr = _safe_log(counts.rho), _safe_log(1.0 - counts.rho)
-        log_e, log_1me = _safe_log(counts.eta), _safe_log(1.0 - counts.eta)
+        log_r, log_1mr = _floored_log(counts.rho), _floored_log(1.0 - counts.rho)
+        log_e, log_1me = _floored_log(counts.eta), _floored_log(1.0 - counts.eta)
     log_p, log_q = _log_metric_rates(log_a, log_1ma, log_r, log_1mr, log_e, log_1me)
-    # A known metric with p ≡ 0 or 1 gives z = ∓inf; the clip keeps the term
-    # finite (it is then constant in α: m₊ is 0 or N_M with certainty).
-    z = jnp.clip(log_p - log_q, -1e4, 1e4)
+    z = log_p - log_q
     return value + binomial_logit_term(z, counts.m_pos, counts.n_m)

@@ -1,0 +1,130 @@
+"""Per-configuration summaries over replicates, and ε_γ.
+
+Inputs are ``(C, R)`` arrays: C configurations × R replicates of per-fit
+results. Everything is ``jax.numpy`` and works on NumPy inputs too.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import ndtri
+
+Array = jax.Array
+
+__all__ = ["FitResults", "ConfigurationSummary", "epsilon", "summarize_configurations"]
+
+
+class FitResults(NamedTuple):
+    """Per-fit results, each ``(C, R)``; NaN R-hat/ESS where nothing was sampled.
+
+    Attributes:
+        post_mean: posterior mean of α.
+        post_sd: posterior SD of α.
+        ci_low: lower end of the central credible interval.
+        ci_high: upper end of the central credible interval.
+        rhat: split R-hat (NaN for exact fits).
+        ess: bulk ESS (NaN for exact fits).
+        divergences: divergent transitions (0 for exact fits).
+    """
+
+    post_mean: Array
+    post_sd: Array
+    ci_low: Array
+    ci_high: Array
+    rhat: Array
+    ess: Array
+    divergences: Array
+
+
+class ConfigurationSummary(NamedTuple):
+    """One row per configuration (``(C,)``), ε per requested γ (``(C, G)``).
+
+    Attributes:
+        bias_mean: mean over replicates of posterior mean − true α.
+        bias_sd: SD over replicates of the bias (the empirical SE); NaN for R = 1.
+        bias_mcse: Monte Carlo SE of ``bias_mean``, bias_sd/√R.
+        sd_mean: mean posterior SD σ̄.
+        sd_sd: SD over replicates of the posterior SD; NaN for R = 1.
+        coverage: share of replicates whose interval holds the true α.
+        coverage_mcse: √(coverage·(1 − coverage)/R).
+        eps: ``(C, G)`` ε_γ = √2·z₁₋γ/₂·σ̄, or exactly 1 where there is no evidence.
+        rhat_max: worst R-hat over replicates (NaN if none was sampled).
+        ess_min: smallest bulk ESS over replicates (NaN if none was sampled).
+        divergences: total divergent transitions.
+        nonfinite: replicates whose posterior mean or SD is not finite; they
+            are left out of every other column.
+    """
+
+    bias_mean: Array
+    bias_sd: Array
+    bias_mcse: Array
+    sd_mean: Array
+    sd_sd: Array
+    coverage: Array
+    coverage_mcse: Array
+    eps: Array
+    rhat_max: Array
+    ess_min: Array
+    divergences: Array
+    nonfinite: Array
+
+
+def epsilon(sd_mean: Array, gamma: Array, power: Array = 0.5) -> Array:
+    """√2·σ̄·(z₁₋γ/₂ + z_power): the smallest significant difference (power ½: the published ε)."""
+    return jnp.sqrt(2.0) * sd_mean * (ndtri(1.0 - 0.5 * gamma) + ndtri(power))
+
+
+def _nan_std(x, finite, count):
+    mean = jnp.sum(jnp.where(finite, x, 0.0), axis=1) / count
+    sq = jnp.sum(jnp.where(finite, (x - mean[:, None]) ** 2, 0.0), axis=1)
+    return jnp.where(count > 1, jnp.sqrt(sq / jnp.maximum(count - 1, 1)), jnp.nan)
+
+
+def summarize_configurations(
+    true_alpha: Array, fits: FitResults, gammas: Array, no_evidence: Array
+) -> ConfigurationSummary:
+    """Summaries of C configurations from their ``(C, R)`` fits.
+
+    Args:
+        true_alpha: ``(C,)`` the α each configuration simulated.
+        fits: per-fit results, each ``(C, R)``.
+        gammas: ``(G,)`` significance levels.
+        no_evidence: ``(C,)`` True where N_Φ = N_M = 0 (ε is then 1 by convention).
+    """
+    finite = jnp.isfinite(fits.post_mean) & jnp.isfinite(fits.post_sd)
+    count = jnp.sum(finite, axis=1)
+    safe = jnp.maximum(count, 1)
+
+    def mean(x):
+        return jnp.where(count > 0, jnp.sum(jnp.where(finite, x, 0.0), axis=1) / safe, jnp.nan)
+
+    bias = fits.post_mean - true_alpha[:, None]
+    bias_sd = _nan_std(bias, finite, safe)
+    sd_mean = mean(fits.post_sd)
+    covered = (fits.ci_low <= true_alpha[:, None]) & (true_alpha[:, None] <= fits.ci_high)
+    coverage = mean(covered.astype(sd_mean.dtype))
+    eps = epsilon(sd_mean[:, None], jnp.asarray(gammas)[None, :])
+    eps = jnp.where(jnp.asarray(no_evidence)[:, None], 1.0, eps)
+    sampled = finite & jnp.isfinite(fits.rhat)
+    any_sampled = jnp.any(sampled, axis=1)
+    return ConfigurationSummary(
+        bias_mean=mean(bias),
+        bias_sd=bias_sd,
+        bias_mcse=bias_sd / jnp.sqrt(safe),
+        sd_mean=sd_mean,
+        sd_sd=_nan_std(fits.post_sd, finite, safe),
+        coverage=coverage,
+        coverage_mcse=jnp.sqrt(coverage * (1.0 - coverage) / safe),
+        eps=eps,
+        rhat_max=jnp.where(
+            any_sampled, jnp.max(jnp.where(sampled, fits.rhat, -jnp.inf), axis=1), jnp.nan
+        ),
+        ess_min=jnp.where(
+            any_sampled, jnp.min(jnp.where(sampled, fits.ess, jnp.inf), axis=1), jnp.nan
+        ),
+        divergences=jnp.sum(jnp.where(finite, fits.divergences, 0), axis=1),
+        nonfinite=fits.post_mean.shape[1] - count,
+    )

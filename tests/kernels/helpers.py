@@ -1,0 +1,82 @@
+"""Designs and counts shared by the kernel tests."""
+
+from __future__ import annotations
+
+import pathlib
+
+import jax
+import numpy as np
+import pandas as pd
+
+from kernels.counts import Counts, Design, draw_counts, expected_counts
+
+REFERENCE = pathlib.Path(__file__).resolve().parents[3] / "shared" / "reference"
+
+
+def published_table() -> pd.DataFrame:
+    return pd.read_csv(REFERENCE / "published_eps.csv")
+
+
+def design(**fields) -> Design:
+    """A (B,) design from keyword arrays, with MODEL.md's defaults."""
+    alpha = np.atleast_1d(np.asarray(fields["alpha"], float))
+    b = alpha.shape[0]
+
+    def get(name, default):
+        return np.broadcast_to(np.asarray(fields.get(name, default)), (b,)).copy()
+
+    return Design(
+        alpha=alpha,
+        rho=get("rho", 0.8).astype(float),
+        eta=get("eta", 0.8).astype(float),
+        n_phi=get("n_phi", 100).astype(float),
+        n_rho_eta=get("n_rho_eta", 0).astype(float),
+        psi=get("psi", alpha).astype(float),
+        n_m=get("n_m", 1000).astype(float),
+        shared_paired=get("shared_paired", True).astype(bool),
+        rho_eta_known=get("rho_eta_known", False).astype(bool),
+    )
+
+
+def published_counts(frame: pd.DataFrame) -> Counts:
+    d = design(alpha=frame.alpha.values, rho=frame.rho.values, eta=frame.eta.values,
+               n_phi=frame.n_phi.values, n_rho_eta=frame.n_rho_eta.values, n_m=frame.n_m.values)
+    return jax.tree.map(np.asarray, jax.vmap(expected_counts)(d))
+
+
+def counts(**fields) -> Counts:
+    """(B,) counts given directly; unspecified paired counts are empty, ρ/η unknown."""
+    b = max(np.atleast_1d(np.asarray(v)).shape[0] for v in fields.values())
+    n = np.broadcast_to(np.asarray(fields["n_m"], float), (b,)).copy()
+
+    def get(name, default=0.0):
+        return np.broadcast_to(np.asarray(fields.get(name, default), float), (b,)).copy()
+
+    return Counts(
+        n_pos=get("n_pos"), n_phi=get("n_phi"), n_tp=get("n_tp"), n_pos_paired=get("n_pos_paired"),
+        n_tn=get("n_tn"), n_neg_paired=get("n_neg_paired"), m_pos=get("m_pos"), n_m=n,
+        rho=get("rho"), eta=get("eta"),
+        rho_eta_known=np.broadcast_to(np.asarray(fields.get("rho_eta_known", False)), (b,)).copy(),
+    )
+
+
+def random_counts(n: int, seed: int) -> Counts:
+    """Counts drawn across the issue's ranges: N_M to 1e7, N_Φ and N_ρη to 1e6, edges included."""
+    r = np.random.default_rng(seed)
+
+    def size(hi_exp, p0):
+        v = np.floor(10 ** r.uniform(0, hi_exp, n))
+        v[r.random(n) < p0] = 0
+        return v
+
+    alpha = r.uniform(0, 1, n)
+    edge = r.random(n) < 0.08
+    alpha[edge] = r.choice([0.0, 1.0], edge.sum())
+    rho = np.where(r.random(n) < 0.1, 1.0, r.uniform(0.3, 1, n))
+    eta = np.where(r.random(n) < 0.1, np.clip(1 - rho - r.uniform(0, 0.2, n), 0, 1),
+                   r.uniform(0.3, 1, n))
+    d = design(alpha=alpha, rho=rho, eta=eta, n_phi=size(6, 0.12), n_rho_eta=size(6, 0.12),
+               psi=r.uniform(0, 1, n), n_m=size(7, 0.05), shared_paired=r.random(n) < 0.6,
+               rho_eta_known=np.zeros(n, bool))
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(np.arange(n))
+    return jax.tree.map(np.asarray, jax.vmap(draw_counts)(keys, d))
