@@ -1,0 +1,159 @@
+"""Kernel throughput, side by side in one run, written as JSON under benchmarks/results/.
+
+Measures, on whatever device JAX has:
+  * quadrature posteriors/s and batched NUTS fits/s at several batch sizes;
+  * the conventional baseline: one NumPyro ``MCMC`` per configuration,
+    5 chains × (2000 warm-up + 10000 draws), one configuration after another;
+  * the ratio of batched NUTS to that baseline at equal ε accuracy
+    (|ε − quadrature ε| ≤ 0.002 for every configuration timed);
+  * lock-step efficiency: mean leapfrog steps per lane over the per-transition
+    maximum across lanes (the steps a vmapped batch executes), with lanes in
+    input order and ordered by :func:`sweep.fits.difficulty`.
+
+Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import numpyro  # noqa: E402
+from numpyro.infer import MCMC, NUTS  # noqa: E402
+
+from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
+from kernels.logdensity import logdensity  # noqa: E402
+from kernels.nuts import NUTSSettings  # noqa: E402
+from kernels.summaries import epsilon  # noqa: E402
+from sweep.fits import difficulty, fit_lanes, lane_keys  # noqa: E402
+
+
+def sample_designs(n: int, seed: int) -> Design:
+    """Configurations from the legacy grid's ranges (MODEL.md), shared paired set."""
+    r = np.random.default_rng(seed)
+    sizes = np.array([10, 100, 500, 1000, 2000, 5000, 10000], float)
+    metric = np.array([500, 1000, 5000, 10000, 20000, 50000, 100000], float)
+    rates = np.array([0.55, 0.65, 0.75, 0.85, 0.95])
+    alpha = r.choice(np.linspace(0.1, 0.9, 9), n)
+    n_phi = r.choice(sizes, n)
+    return Design(alpha=alpha, rho=r.choice(rates, n), eta=r.choice(rates, n), n_phi=n_phi,
+                  n_rho_eta=n_phi, psi=alpha, n_m=r.choice(metric, n),
+                  shared_paired=np.ones(n, bool), rho_eta_known=np.zeros(n, bool))
+
+
+def lanes(design: Design, seed: int):
+    n = len(design.alpha)
+    words = np.stack([np.arange(n), np.zeros(n)], 1).astype(np.uint32)
+    keys = lane_keys(seed, words, np.zeros(n))
+    counts = jax.vmap(lambda k, d: draw_counts(k, d))(keys, design)
+    return jax.tree.map(np.asarray, counts), keys
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def throughput(n: int, seed: int, settings: NUTSSettings) -> dict:
+    counts, keys = lanes(sample_designs(n, seed), seed)
+    fit_lanes(jax.tree.map(lambda x: x[:8], counts), keys[:8], "quadrature", chunk_size=min(n, 1024))
+    _, quad_s = timed(lambda: fit_lanes(counts, keys, "quadrature", chunk_size=min(n, 1024)))
+    fit_lanes(jax.tree.map(lambda x: x[:1], counts), keys[:1], "nuts", nuts=settings,
+              chunk_size=min(n, 1024))
+    _, nuts_s = timed(lambda: fit_lanes(counts, keys, "nuts", nuts=settings,
+                                        chunk_size=min(n, 1024)))
+    return {"fits": n, "quadrature_per_s": n / quad_s, "nuts_fits_per_s": n / nuts_s,
+            "quadrature_s": quad_s, "nuts_s": nuts_s}
+
+
+def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
+    counts, keys = lanes(sample_designs(n, seed), seed)
+    recorded = settings._replace(record_steps=True)
+    out = {}
+    for name, order in (("input_order", np.arange(n)),
+                        ("difficulty_order", np.argsort(difficulty(counts), kind="stable"))):
+        c = jax.tree.map(lambda x: x[order], counts)
+        from sweep.fits import _nuts_fn  # the compiled kernel the driver uses
+
+        draws = jax.device_get(_nuts_fn(3, recorded)(keys[order], c))
+        steps = np.asarray(draws.steps, float).reshape(n * settings.chains, settings.samples)
+        chunk = max(1, n // 4)  # four lock-step batches of lanes
+        eff = []
+        for start in range(0, steps.shape[0], chunk * settings.chains):
+            block = steps[start : start + chunk * settings.chains]
+            eff.append(block.mean() / block.max(axis=0).mean())
+        out[name] = float(np.mean(eff))
+    return out
+
+
+def baseline(n: int, seed: int, settings: NUTSSettings) -> dict:
+    """One MCMC object per configuration, as the replaced tool did; vs. one batched call."""
+    design = sample_designs(n, seed)
+    counts = jax.tree.map(np.asarray, jax.vmap(expected_counts)(design))
+    words = np.stack([np.arange(n), np.zeros(n)], 1).astype(np.uint32)
+    keys = lane_keys(seed, words, np.zeros(n))
+    exact = fit_lanes(counts, keys, "quadrature")
+    eps_exact = np.asarray(epsilon(exact.post_sd, 0.05))
+    conventional_eps, start = [], time.perf_counter()
+    for i in range(n):
+        c = jax.tree.map(lambda x: jnp.asarray(x[i]), counts)
+        kernel = NUTS(potential_fn=lambda z, c=c: -logdensity(z, c))
+        mcmc = MCMC(kernel, num_warmup=2000, num_samples=10000, num_chains=5,
+                    chain_method="sequential", progress_bar=False)
+        mcmc.run(jax.random.key(i), init_params=jnp.zeros((5, 3)))
+        draws = jax.nn.sigmoid(mcmc.get_samples()[:, 0])
+        conventional_eps.append(float(epsilon(jnp.std(draws, ddof=1), 0.05)))
+    conventional_s = (time.perf_counter() - start) / n
+    fit_lanes(counts, keys, "nuts", nuts=settings)
+    batched, batched_s = timed(lambda: fit_lanes(counts, keys, "nuts", nuts=settings))
+    batched_eps = np.asarray(epsilon(batched.post_sd, 0.05))
+    return {
+        "configurations": n,
+        "conventional_s_per_config": conventional_s,
+        "batched_s_per_config": batched_s / n,
+        "ratio": conventional_s / (batched_s / n),
+        "conventional_max_eps_error": float(np.max(np.abs(np.array(conventional_eps) - eps_exact))),
+        "batched_max_eps_error": float(np.max(np.abs(batched_eps - eps_exact))),
+        "equal_accuracy": bool(np.max(np.abs(batched_eps - eps_exact)) <= 0.002),
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
+    parser.add_argument("--lockstep", type=int, default=64, help="fits for lock-step efficiency")
+    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    settings = NUTSSettings()
+    device = jax.devices()[0]
+    result = {
+        "device": f"{device.platform}: {device.device_kind}",
+        "host": platform.processor() or platform.machine(),
+        "jax": jax.__version__, "numpyro": numpyro.__version__,
+        "command": "python scripts/bench_kernels.py " + " ".join(argv or []),
+        "nuts_settings": settings._asdict(),
+        "throughput": [throughput(n, args.seed, settings) for n in args.sizes],
+        "lockstep_efficiency": lockstep(args.lockstep, args.seed, settings),
+        "baseline": baseline(args.baseline, args.seed, settings) if args.baseline else None,
+    }
+    print(json.dumps(result, indent=2))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"kernels-{device.platform}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    (out / name).write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
