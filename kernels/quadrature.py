@@ -479,8 +479,8 @@ def posterior_summary(
             return alpha_log_marginal(x, counts, kind, rule) + jnp.log(x) + jnp.log1p(-x)
 
         lo, hi, centre, scale, _ = _to_logit(0.0, 1.0, centre, scale, ())
-        # The stand-in's mode can sit off the exact one; a few Newton-free
-        # golden steps are not needed because the window is probed both ways.
+        # The stand-in's mode may sit off the exact one; the window is still
+        # right because it is probed on the exact log-marginal, both ways.
         panels = _probed_panels(log_f, lo, hi, centre, scale, (), rule.alpha_nodes,
                                 rule.drop, logit=True)
     log_post = alpha_log_marginal(panels.x, counts, kind, rule) + panels.log_w
