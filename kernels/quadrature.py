@@ -23,13 +23,14 @@ kinks into the t-integrand and, through a sharp likelihood, into π(α) at
 between those break points, so that every panel integrates an analytic
 function.
 
-Placement. Each 1-D rule spans a window of ± ``width`` approximate standard
-deviations around an approximate centre (precision-weighted normal
-approximations of the factors), clipped to the exact limits, and places its
-nodes through the map x = c + h·sinh(u), which packs them near the centre and
-spaces them logarithmically in the tails: a Gaussian core and exponential tails
-(a Beta(1, b) near a bound) are both integrated to near machine precision by a
-few dozen nodes.
+Placement. Where the log-integrand (or a good stand-in for it) is cheap, a
+rule is centred at its mode (Newton for the inner s-integral, an exact Beta
+product for t, the exact marginal for the "beta" and "known" kinds), its window
+ends where the log has fallen by ``drop`` on either side (probed on a ladder),
+and it is split at the mode so that each Gauss–Legendre panel holds a smooth,
+one-sided peak. For α in the full model only a rough placement is available, so
+its panels use the map x = c + h·sinh(u), which degrades gradually, not at once,
+when the placement is off; this rule limits the accuracy today (~2e-5 in SD).
 
 Interval. Within each α panel the integrand is expanded in Legendre
 polynomials from its values at the Gauss nodes; the series' antiderivative is
