@@ -18,7 +18,7 @@ __all__ = ["FitResults", "ConfigurationSummary", "epsilon", "summarize_configura
 
 
 class FitResults(NamedTuple):
-    """Per-fit results, each ``(C, R)``; NaN R-hat/ESS where nothing was sampled.
+    """Per-fit results, each of one shape: ``(B,)`` lanes or ``(C, R)`` configurations × replicates.
 
     Attributes:
         post_mean: posterior mean of α.
@@ -27,7 +27,10 @@ class FitResults(NamedTuple):
         ci_high: upper end of the central credible interval.
         rhat: split R-hat (NaN for exact fits).
         ess: bulk ESS (NaN for exact fits).
-        divergences: divergent transitions (0 for exact fits).
+        divergences: divergent transitions after warm-up (0 for exact fits).
+        tree_depth: mean NUTS tree depth (NaN for exact fits).
+        steps: leapfrog steps after warm-up, all chains (0 for exact fits).
+        exact: whether the fit was solved by quadrature rather than sampled.
     """
 
     post_mean: Array
@@ -37,6 +40,9 @@ class FitResults(NamedTuple):
     rhat: Array
     ess: Array
     divergences: Array
+    tree_depth: Array
+    steps: Array
+    exact: Array
 
 
 class ConfigurationSummary(NamedTuple):

@@ -12,7 +12,7 @@ chunk: its randomness comes from its own key only.
 from __future__ import annotations
 
 from functools import cache
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -22,34 +22,11 @@ from kernels.counts import Counts, replicate_key
 from kernels.logdensity import position_size
 from kernels.nuts import NUTSSettings, sample_fit, sampler_key, summarize_draws
 from kernels.quadrature import MODEL_KINDS, QuadratureRule, model_kind, posterior_summary
+from kernels.summaries import FitResults
 
 Method = Literal["nuts", "quadrature"]
 
-__all__ = ["FitTable", "fit_lanes", "lane_keys", "nuts_chunk_size", "difficulty"]
-
-
-class FitTable(NamedTuple):
-    """Per-lane results, each a ``(B,)`` NumPy array.
-
-    Attributes:
-        post_mean, post_sd, ci_low, ci_high: posterior of α.
-        rhat, ess: split R-hat and bulk ESS; NaN for lanes solved exactly.
-        divergences: divergent transitions after warm-up (0 when exact).
-        tree_depth: mean NUTS tree depth (NaN when exact).
-        steps: leapfrog steps after warm-up, all chains (0 when exact).
-        exact: whether the lane was solved by quadrature rather than sampled.
-    """
-
-    post_mean: np.ndarray
-    post_sd: np.ndarray
-    ci_low: np.ndarray
-    ci_high: np.ndarray
-    rhat: np.ndarray
-    ess: np.ndarray
-    divergences: np.ndarray
-    tree_depth: np.ndarray
-    steps: np.ndarray
-    exact: np.ndarray
+__all__ = ["fit_lanes", "lane_keys", "nuts_chunk_size", "difficulty"]
 
 
 def difficulty(counts: Counts) -> np.ndarray:
@@ -107,8 +84,8 @@ def fit_lanes(
     chunk_size: int | None = None,
     memory_budget_bytes: float = 2e9,
     on_chunk=None,
-) -> FitTable:
-    """Posterior summaries of α for B lanes.
+) -> FitResults:
+    """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
 
     Args:
         counts: ``(B,)`` counts (NumPy or JAX arrays).
@@ -124,7 +101,7 @@ def fit_lanes(
         on_chunk: called with the number of lanes finished after each chunk.
     """
     b = int(np.asarray(counts.n_m).shape[0])
-    out = {name: np.full(b, np.nan) for name in FitTable._fields}
+    out = {name: np.full(b, np.nan) for name in FitResults._fields}
     out["divergences"] = np.zeros(b, np.int64)
     out["steps"] = np.zeros(b, np.int64)
     out["exact"] = np.zeros(b, bool)
@@ -162,7 +139,7 @@ def fit_lanes(
             out["exact"][piece] = exact
             if on_chunk is not None:
                 on_chunk(n)
-    return FitTable(**out)
+    return FitResults(**out)
 
 
 def lane_keys(seed: int, config_words: np.ndarray, replicates: np.ndarray) -> jax.Array:
