@@ -1,3 +1,21 @@
-"""binmetric-sweep orchestration: sweep files → configurations → shards → fits → Parquet."""
+"""binmetric-sweep orchestration: sweep files → configurations → shards → fits → Parquet.
+
+The Python API is :func:`run`, :func:`status`, :func:`load_surface` and
+:func:`load_fits`; ``sweep`` on the command line is a thin layer over them.
+"""
 
 __version__ = "0.1.0"
+
+from sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status  # noqa: E402
+from sweep.errors import SweepError  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "RunReport",
+    "SweepError",
+    "SweepStatus",
+    "load_fits",
+    "load_surface",
+    "run",
+    "status",
+]

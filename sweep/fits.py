@@ -26,7 +26,14 @@ from kernels.summaries import FitResults
 
 Method = Literal["nuts", "quadrature"]
 
-__all__ = ["fit_lanes", "lane_keys", "nuts_chunk_size", "difficulty"]
+__all__ = ["MIN_CHUNK", "fit_lanes", "lane_keys", "nuts_chunk_size", "difficulty"]
+
+#: Chunks are powers of two of at least this many lanes. XLA on CPU compiles
+#: batches under 64 lanes differently (seen: last-bit differences in the
+#: posterior SD between batches of 8 and 64), while batches of 64, 128, ...
+#: give bit-identical lanes; fixed power-of-two shapes also bound the number
+#: of compiled programs whatever the shard sizes.
+MIN_CHUNK = 64
 
 
 def difficulty(counts: Counts) -> np.ndarray:
@@ -46,7 +53,8 @@ def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
     per_fit = settings.chains * settings.samples * 8 * 4  # draws, ranks, normal scores, copies
     if settings.record_steps:
         per_fit += settings.chains * settings.samples * 4
-    return int(max(1, min(4096, memory_budget_bytes // per_fit)))
+    fits = int(max(1, min(4096, memory_budget_bytes // per_fit)))
+    return 1 << (fits.bit_length() - 1)  # a power of two, like every chunk (see MIN_CHUNK)
 
 
 @cache
@@ -118,22 +126,32 @@ def fit_lanes(
         else:
             size = chunk_size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts)
-        size = min(size, len(index))
+        size = min(size, max(MIN_CHUNK, 1 << (len(index) - 1).bit_length()))
         for piece, padded in _chunks(index, size):
             lanes = _take(counts, padded)
             n = len(piece)
             if exact:
                 s = jax.device_get(fn(lanes))
-                values = {"post_mean": s.mean, "post_sd": s.sd, "ci_low": s.ci_low,
-                          "ci_high": s.ci_high}
+                values = {
+                    "post_mean": s.mean,
+                    "post_sd": s.sd,
+                    "ci_low": s.ci_low,
+                    "ci_high": s.ci_high,
+                }
             else:
                 draws = jax.device_get(fn(keys[padded], lanes))
                 d = summarize_draws(draws.alpha[:n], level)
-                values = {"post_mean": d.mean, "post_sd": d.sd, "ci_low": d.ci_low,
-                          "ci_high": d.ci_high, "rhat": d.rhat, "ess": d.ess,
-                          "divergences": draws.divergences[:n].sum(axis=1),
-                          "tree_depth": draws.tree_depth[:n].mean(axis=1),
-                          "steps": np.asarray(draws.steps[:n]).reshape(n, -1).sum(axis=1)}
+                values = {
+                    "post_mean": d.mean,
+                    "post_sd": d.sd,
+                    "ci_low": d.ci_low,
+                    "ci_high": d.ci_high,
+                    "rhat": d.rhat,
+                    "ess": d.ess,
+                    "divergences": draws.divergences[:n].sum(axis=1),
+                    "tree_depth": draws.tree_depth[:n].mean(axis=1),
+                    "steps": np.asarray(draws.steps[:n]).reshape(n, -1).sum(axis=1),
+                }
             for name, value in values.items():
                 out[name][piece] = np.asarray(value)[:n]
             out["exact"][piece] = exact
@@ -143,7 +161,7 @@ def fit_lanes(
 
 
 def lane_keys(seed: int, config_words: np.ndarray, replicates: np.ndarray) -> jax.Array:
-    """``(B,)`` replicate keys from the seed, ``(B, 2)`` uint32 configuration words and replicate indices."""
+    """``(B,)`` replicate keys from the seed, ``(B, 2)`` uint32 config-id words and replicates."""
     base = jax.random.key(seed)
     return jax.vmap(lambda w, r: replicate_key(base, w, r))(
         jnp.asarray(config_words, jnp.uint32), jnp.asarray(replicates, jnp.uint32)

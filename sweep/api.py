@@ -1,0 +1,243 @@
+"""The Python API: run a sweep, ask how far it is, load what it made.
+
+The pipeline is sweep file → configurations → shards → fits → Parquet: each
+step is its own function (:func:`sweep.config.load_sweep`,
+:func:`sweep.grid.expand_grid`, :func:`sweep.shards.make_shards`,
+:func:`sweep.shards.run_shard`, :class:`sweep.store.Store`) and :func:`run`
+chains them. The CLI is a thin layer over these functions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from kernels.summaries import FitResults
+from sweep.config import SweepSpec, load_sweep
+from sweep.errors import SweepError
+from sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
+from sweep.shards import make_shards
+from sweep.store import Store, open_store, read_manifest
+
+__all__ = ["RunReport", "SweepStatus", "run", "status", "load_surface", "load_fits"]
+
+Backend = Literal["local", "ray"]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What one call of :func:`run` did."""
+
+    out: Path
+    configurations: int
+    shards: int
+    already_done: int
+    computed: int
+    recomputed_corrupt: list[int] = field(default_factory=list)
+    stale_temporaries: int = 0
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """One readable line for the user."""
+        parts = [
+            f"{self.out}: {self.shards} shards ({self.configurations:,} configurations);",
+            f"{self.already_done} already done, {self.computed} computed in {self.seconds:.1f} s",
+        ]
+        if self.recomputed_corrupt:
+            parts.append(f"; recomputed corrupt shards {self.recomputed_corrupt}")
+        if self.stale_temporaries:
+            parts.append(f"; removed {self.stale_temporaries} temporary files of a killed run")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class SweepStatus:
+    """How far a sweep directory is."""
+
+    out: Path
+    name: str
+    shards: int
+    done: int
+    missing: list[int]
+    corrupt: dict[int, str]
+    configurations: int
+    configurations_done: int
+    fits_done: int
+    compute_seconds: float
+    elapsed_seconds: float
+    nodes: dict[str, int]
+
+    def lines(self) -> list[str]:
+        """A few readable lines for the user."""
+        out = [
+            f"sweep {self.name!r} in {self.out}",
+            f"shards: {self.done} done, {len(self.missing)} to do, {len(self.corrupt)} corrupt "
+            f"(of {self.shards})",
+            f"configurations: {self.configurations_done:,} done, "
+            f"{self.configurations - self.configurations_done:,} to do; fits: {self.fits_done:,}",
+            f"time: {self.compute_seconds:.1f} s computing, {self.elapsed_seconds:.1f} s from "
+            "first to last shard written",
+        ]
+        for index, reason in sorted(self.corrupt.items()):
+            out.append(f"corrupt: shard {index}: {reason} (the next `sweep run` recomputes it)")
+        if self.nodes:
+            out.append(
+                "nodes: " + ", ".join(f"{n} ({k} shards)" for n, k in sorted(self.nodes.items()))
+            )
+        return out
+
+
+def _plan(sweep, max_configurations: int):
+    spec = load_sweep(sweep)
+    configurations = expand_grid(spec, max_configurations)
+    shards = make_shards(configurations, spec.shard_size)
+    return spec, configurations, shards
+
+
+def run(
+    sweep: str | Path | dict | SweepSpec,
+    out: str | Path,
+    backend: Backend = "local",
+    *,
+    address: str | None = None,
+    progress: bool = False,
+    max_configurations: int = DEFAULT_MAX_CONFIGURATIONS,
+    fault: Callable[[FitResults], FitResults] | None = None,
+) -> RunReport:
+    """Run (or finish) a sweep into ``out``; shards already on disk are not recomputed.
+
+    Args:
+        sweep: a sweep file path, YAML text, a dict or a :class:`SweepSpec`.
+        out: the output directory (created; must be new, empty, or hold this sweep).
+        backend: "local" (in-process, CPU or GPU) or "ray".
+        address: Ray cluster address (else ``RAY_ADDRESS``, else a local Ray).
+        progress: show a progress bar of configurations with an ETA.
+        max_configurations: refuse sweeps with more fits than this.
+        fault: fault-injection hook applied to each shard's fits (tests).
+
+    Raises:
+        SweepError: bad input; nothing is written.
+    """
+    if backend not in ("local", "ray"):
+        raise SweepError(f"--backend: {backend!r} is not a backend; allowed: local, ray")
+    started = time.perf_counter()
+    spec, configurations, shards = _plan(sweep, max_configurations)
+    store = open_store(out, spec, [len(s.configurations) for s in shards], create=True)
+    with store.lock():
+        stale = store.remove_stale_temporaries()
+        states = store.states()
+        corrupt = [s.index for s in states if s.state == "corrupt"]
+        todo = [shards[s.index] for s in states if s.state != "done"]
+        done_configs = sum(len(shards[s.index].configurations) for s in states if s.state == "done")
+        bar = _progress_bar(len(configurations), done_configs, spec.name) if progress else None
+
+        def on_fits(n: int) -> None:
+            if bar is not None:
+                bar.update(n / spec.replicates)
+
+        if backend == "local":
+            from sweep.runners import run_local
+
+            results = run_local(spec, todo, on_fits=on_fits, fault=fault)
+        else:
+            from sweep.ray_runner import run_ray
+
+            results = run_ray(spec, todo, address=address, fault=fault)
+        computed = 0
+        try:
+            for result in results:
+                store.write_shard(result)
+                computed += 1
+                if bar is not None:
+                    if backend == "ray":
+                        bar.update(len(shards[result.index].configurations))
+                    bar.set_postfix(shards=f"{len(shards) - len(todo) + computed}/{len(shards)}")
+        finally:
+            if bar is not None:
+                bar.close()
+    return RunReport(
+        out=Path(out),
+        configurations=len(configurations),
+        shards=len(shards),
+        already_done=len(shards) - len(todo),
+        computed=computed,
+        recomputed_corrupt=corrupt,
+        stale_temporaries=stale,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _progress_bar(total: int, initial: int, name: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        initial=initial,
+        unit="config",
+        desc=name,
+        dynamic_ncols=True,
+        bar_format="{l_bar}{bar}| {n:.0f}/{total} configs [{elapsed}<{remaining}{postfix}]",
+    )
+
+
+def _open_existing(out: str | Path) -> tuple[Store, dict]:
+    manifest = read_manifest(out)
+    spec = load_sweep(manifest["sweep"])
+    return Store(Path(out), spec, [int(n) for n in manifest["shard_rows"]]), manifest
+
+
+def status(out: str | Path) -> SweepStatus:
+    """How far the sweep in ``out`` is: shards done, to do and corrupt, fits, time, nodes."""
+    store, manifest = _open_existing(out)
+    states = store.states()
+    done = [s for s in states if s.state == "done"]
+    nodes: dict[str, int] = {}
+    for s in done:
+        nodes[s.node] = nodes.get(s.node, 0) + 1
+    written = [s.written for s in done]
+    configs_done = sum(store.shard_rows[s.index] for s in done)
+    return SweepStatus(
+        out=Path(out),
+        name=store.spec.name,
+        shards=len(states),
+        done=len(done),
+        missing=[s.index for s in states if s.state == "missing"],
+        corrupt={s.index: s.reason for s in states if s.state == "corrupt"},
+        configurations=int(manifest["configurations"]),
+        configurations_done=configs_done,
+        fits_done=configs_done * store.spec.replicates,
+        compute_seconds=sum(s.seconds for s in done),
+        elapsed_seconds=(max(written) - min(written)) if written else 0.0,
+        nodes=nodes,
+    )
+
+
+def _load(out: str | Path, table: str, filters: dict) -> pd.DataFrame:
+    store, _ = _open_existing(out)
+    paths = [store.path(table, s.index) for s in store.states() if s.state == "done"]
+    if not paths:
+        raise SweepError(f"DIR: {str(out)!r} has no finished shards yet")
+    frame = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+    if filters:
+        from sweep.tables import filter_surface
+
+        frame = filter_surface(frame, filters)
+    return frame
+
+
+def load_surface(out: str | Path, **filters) -> pd.DataFrame:
+    """The surface of finished shards as a DataFrame, optionally filtered by equal values.
+
+    Example: ``load_surface("runs/quickstart", rho=0.7, gamma=0.05)``.
+    """
+    return _load(out, "surface", filters)
+
+
+def load_fits(out: str | Path, **filters) -> pd.DataFrame:
+    """The per-fit rows of finished shards (one per configuration and replicate)."""
+    return _load(out, "fits", filters)

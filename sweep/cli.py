@@ -1,0 +1,159 @@
+"""``sweep``: the command line. It parses arguments, calls the Python API and formats errors.
+
+Bad input exits with status 2 after one line ``sweep: error: …`` naming the
+field, the value and what is allowed; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from sweep.errors import SweepError
+from sweep.grid import DEFAULT_MAX_CONFIGURATIONS
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (and a SweepError, exit status 2)."""
+
+    def error(self, message: str):  # noqa: D102 - argparse hook
+        raise SweepError(f"{self.prog}: {message}")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``sweep`` parser with its subcommands run, status, show and plot."""
+    parser = _Parser(prog="sweep", description="Simulation sweeps of human + metric evaluation.")
+    from sweep import __version__
+
+    parser.add_argument("--version", action="version", version=f"binmetric-sweep {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run (or finish) a sweep into a directory")
+    run.add_argument("sweep_file", metavar="SWEEP.yaml")
+    run.add_argument("--out", required=True, metavar="DIR")
+    run.add_argument("--backend", choices=("local", "ray"), default="local")
+    run.add_argument("--address", default=None, help="Ray cluster address (else RAY_ADDRESS)")
+    run.add_argument(
+        "--max-configurations",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONFIGURATIONS,
+        help=f"refuse sweeps with more fits than this (default {DEFAULT_MAX_CONFIGURATIONS:,})",
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    status = commands.add_parser("status", help="shards and configurations done and to do")
+    status.add_argument("dir", metavar="DIR")
+
+    def view(name: str, help_text: str):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("dir", metavar="DIR")
+        sub.add_argument("--value", default="eps", help="surface column to show (default eps)")
+        sub.add_argument("--where", nargs="+", default=[], metavar="AXIS=VALUE")
+        return sub
+
+    show = view("show", "a 2-D table of one surface column")
+    show.add_argument("--rows", required=True)
+    show.add_argument("--cols", required=True)
+    show.add_argument("--digits", type=int, default=3)
+
+    plot = view("plot", "a heatmap (--rows, --cols) or lines (--x [--lines]) of one column")
+    plot.add_argument("-o", "--output", required=True, metavar="FILE.png")
+    plot.add_argument("--rows")
+    plot.add_argument("--cols")
+    plot.add_argument("--x")
+    plot.add_argument("--lines")
+    plot.add_argument("--log-x", action=argparse.BooleanOptionalAction, default=None)
+    plot.add_argument("--title")
+    return parser
+
+
+def _run(args) -> None:
+    from sweep.api import run
+
+    report = run(
+        args.sweep_file,
+        args.out,
+        backend=args.backend,
+        address=args.address,
+        progress=not args.no_progress,
+        max_configurations=args.max_configurations,
+    )
+    print(report.line())
+
+
+def _status(args) -> None:
+    from sweep.api import status
+
+    print("\n".join(status(args.dir).lines()))
+
+
+def _show(args) -> None:
+    from sweep.api import load_surface
+    from sweep.tables import format_table, parse_where, pivot_surface
+
+    where = parse_where(args.where)
+    table = pivot_surface(load_surface(args.dir), args.rows, args.cols, args.value, where)
+    print(format_table(table, args.value, args.digits))
+
+
+def _plot(args) -> None:
+    from sweep.api import load_surface
+    from sweep.plots import plot_surface
+    from sweep.tables import parse_where
+
+    path = plot_surface(
+        load_surface(args.dir),
+        args.value,
+        where=parse_where(args.where),
+        out=args.output,
+        rows=args.rows,
+        cols=args.cols,
+        x=args.x,
+        lines=args.lines,
+        log_x=args.log_x,
+        title=args.title,
+    )
+    print(f"wrote {path}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0, 2 for bad input, 130 when interrupted)."""
+    try:
+        args = build_parser().parse_args(argv)
+        {"run": _run, "status": _status, "show": _show, "plot": _plot}[args.command](args)
+    except SweepError as err:
+        print(f"sweep: error: {err}", file=sys.stderr)
+        return 2
+    except ImportError as err:
+        if getattr(err, "name", "") == "ray":
+            print(
+                "sweep: error: --backend ray needs Ray; install it with "
+                "pip install 'binmetric-sweep[ray]'",
+                file=sys.stderr,
+            )
+            return 2
+        raise
+    except KeyboardInterrupt:
+        print(
+            "sweep: interrupted; shards written so far are kept, run again to finish",
+            file=sys.stderr,
+        )
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""Sweep files: parse, validate and normalise a YAML sweep description.
+
+A sweep file names the grid of configurations to simulate and how (see the
+README's sweep-file reference). :func:`load_sweep` turns a path, YAML text or a
+dict into a :class:`SweepSpec` whose grid axes are already normalised: every
+axis is either a tuple of values or the name of the axis it is tied to (or
+``"known"`` for ``n_rho_eta``). Anything wrong raises :class:`SweepError` with
+one line naming the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from sweep.errors import SweepError
+
+__all__ = [
+    "AXES",
+    "PROBABILITY_AXES",
+    "SIZE_AXES",
+    "MAX_SIZE",
+    "SamplerSettings",
+    "GridBlock",
+    "SweepSpec",
+    "load_sweep",
+    "spec_digest",
+]
+
+PROBABILITY_AXES = ("alpha", "rho", "eta", "psi")
+SIZE_AXES = ("n_phi", "n_rho_eta", "n_m")
+#: Grid axes in the order their Cartesian product varies (the last fastest).
+AXES = ("alpha", "rho", "eta", "n_phi", "n_rho_eta", "psi", "n_m")
+#: Largest sample size accepted (counts stay exact integers in float64 far beyond it).
+MAX_SIZE = 10**9
+_SIGNIFICANT = 12  # values are stored to 12 significant digits, so 0.1 + 0.2 is 0.3
+
+
+def _canonical(value: float) -> float:
+    return float(f"{value:.{_SIGNIFICANT}g}") + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class SamplerSettings(_Strict):
+    """NUTS settings of a sweep (``sampler:``); ignored by ``method: quadrature``."""
+
+    chains: int = Field(4, ge=2, le=64)
+    warmup: int = Field(500, ge=10, le=1_000_000)
+    samples: int = Field(1000, ge=10, le=1_000_000)
+    target_accept: float = Field(0.8, gt=0.0, lt=1.0)
+    max_tree_depth: int = Field(10, ge=1, le=15)
+    dense_mass: bool = False
+
+
+AxisSpec = tuple[float, ...] | str
+
+
+def _number_list(field: str, raw: Any, length: int) -> list[float]:
+    if (
+        not isinstance(raw, list)
+        or len(raw) != length
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in raw)
+    ):
+        raise SweepError(f"grid.{field}: {raw!r} is not a list of {length} numbers")
+    if not all(math.isfinite(v) for v in raw):
+        raise SweepError(f"grid.{field}: {raw!r} holds a non-finite number")
+    return [float(v) for v in raw]
+
+
+def _generated_values(field: str, raw: dict) -> tuple[list[float], bool]:
+    """Values of a ``{linspace|logspace|range: [...]}`` axis, and whether to round sizes."""
+    if len(raw) != 1 or next(iter(raw)) not in ("linspace", "logspace", "range"):
+        raise SweepError(
+            f"grid.{field}: {raw!r} is not an axis; allowed: a list of values, a number, "
+            "the name of another axis, {linspace: [start, stop, num]}, "
+            "{logspace: [start_exp, stop_exp, num]} or {range: [start, stop, step]}"
+        )
+    kind, args = next(iter(raw.items()))
+    start, stop, third = _number_list(f"{field}.{kind}", args, 3)
+    if kind == "range":
+        if third <= 0:
+            raise SweepError(f"grid.{field}.range: step {third:g} must be positive")
+        count = math.ceil((stop - start) / third - 1e-9)
+        if count > 10_000_000:
+            raise SweepError(f"grid.{field}.range: {count} values; at most 10,000,000 per axis")
+        return [start + i * third for i in range(max(count, 0))], False
+    if third != int(third) or not 1 <= third <= 10_000_000:
+        raise SweepError(
+            f"grid.{field}.{kind}: num {third:g} must be an integer from 1 to 10,000,000"
+        )
+    values = np.linspace(start, stop, int(third))
+    if kind == "logspace":
+        values = 10.0**values
+    return values.tolist(), True
+
+
+def axis_values(field: str, raw: Any) -> AxisSpec:
+    """Normalise one grid axis: a sorted-as-given tuple of distinct values, or a tie name."""
+    if isinstance(raw, str):
+        return raw
+    rounded = False
+    if isinstance(raw, dict):
+        values, rounded = _generated_values(field, raw)
+    elif isinstance(raw, list):
+        values = raw
+    elif isinstance(raw, int | float) and not isinstance(raw, bool):
+        values = [raw]
+    else:
+        raise SweepError(
+            f"grid.{field}: {raw!r} is not an axis; allowed: a list of values, a number, "
+            "the name of another axis, or a {linspace|logspace|range: [...]} mapping"
+        )
+    if not values:
+        raise SweepError(f"grid.{field}: the axis is empty; give at least one value")
+    size = field in SIZE_AXES
+    out: list[float] = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise SweepError(f"grid.{field}: value {v!r} is not a finite number")
+        if size:
+            if rounded:
+                v = math.floor(v + 0.5)
+            if v != int(v) or not 0 <= v <= MAX_SIZE:
+                raise SweepError(
+                    f"grid.{field}: value {v!r} is not allowed; sizes are integers "
+                    f"from 0 to {MAX_SIZE:,}"
+                )
+            v = float(int(v))
+        elif not 0.0 <= v <= 1.0:
+            raise SweepError(
+                f"grid.{field}: value {v!r} is out of range; allowed: numbers in [0, 1]"
+            )
+        v = _canonical(float(v))
+        if v not in out:
+            out.append(v)
+    return tuple(out)
+
+
+def _shown(axis: AxisSpec) -> str:
+    return (
+        repr(axis) if isinstance(axis, str) else repr([int(v) if v == int(v) else v for v in axis])
+    )
+
+
+class GridBlock(_Strict):
+    """One block of the grid: the Cartesian product of its axes (ties follow their axis).
+
+    An axis is a tuple of values or the name of the axis it is tied to;
+    ``n_rho_eta`` may also be ``"known"`` (ρ and η are known numbers) and its
+    default, ``"n_phi"``, means the shared paired set (N_ρη = N_Φ, P = n₊).
+    ``psi`` defaults to ``"alpha"``.
+    """
+
+    alpha: AxisSpec
+    rho: AxisSpec
+    eta: AxisSpec
+    n_phi: AxisSpec
+    n_rho_eta: AxisSpec = "n_phi"
+    psi: AxisSpec = "alpha"
+    n_m: AxisSpec
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _normalise(cls, raw: Any, info) -> AxisSpec:
+        return axis_values(info.field_name, raw)
+
+    @model_validator(mode="after")
+    def _check_ties(self) -> GridBlock:
+        for field in AXES:
+            value = getattr(self, field)
+            if not isinstance(value, str):
+                continue
+            if value == "known":
+                if field != "n_rho_eta":
+                    raise SweepError(
+                        f"grid.{field}: 'known' applies only to n_rho_eta; give values or "
+                        "the name of another axis"
+                    )
+                continue
+            family = PROBABILITY_AXES if field in PROBABILITY_AXES else SIZE_AXES
+            if value not in family:
+                allowed = ", ".join(a for a in family if a != field)
+                extra = " or 'known'" if field == "n_rho_eta" else ""
+                raise SweepError(
+                    f"grid.{field}: {value!r} names no axis it can be tied to; "
+                    f"allowed: {allowed}{extra}"
+                )
+            chain = [field]
+            while isinstance(getattr(self, chain[-1]), str):
+                target = getattr(self, chain[-1])
+                if target == "known":
+                    raise SweepError(f"grid.{field}: tied to n_rho_eta, which is 'known'")
+                if target in chain:
+                    raise SweepError(
+                        f"grid.{field}: ties form a cycle {' -> '.join([*chain, target])}; "
+                        "one axis of a tie must have values"
+                    )
+                chain.append(target)
+        if self.n_rho_eta in ("n_phi", "known") and self.psi != "alpha":
+            raise SweepError(
+                f"grid.psi: {_shown(self.psi)} applies only to a separate paired set; with "
+                f"n_rho_eta {self.n_rho_eta!r} the share of adequate paired items is α "
+                "(leave psi out, or give n_rho_eta a list of sizes)"
+            )
+        return self
+
+    def resolved(self, field: str) -> tuple[float, ...] | None:
+        """The values an axis takes, following ties; None for a known n_rho_eta."""
+        value = getattr(self, field)
+        while isinstance(value, str):
+            if value == "known":
+                return None
+            value = getattr(self, value)
+        return value
+
+    def free_axes(self) -> tuple[str, ...]:
+        """Axes with values of their own (the ones the Cartesian product runs over)."""
+        return tuple(a for a in AXES if not isinstance(getattr(self, a), str))
+
+    def size(self) -> int:
+        """Configurations this block makes before duplicates are removed."""
+        return math.prod(len(getattr(self, a)) for a in self.free_axes())
+
+
+class SweepSpec(_Strict):
+    """A validated sweep file."""
+
+    name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
+    counts: Literal["expected", "sampled"] = "expected"
+    replicates: int = Field(1, ge=1, le=1_000_000)
+    seed: int = Field(0, ge=0, lt=2**63)
+    method: Literal["nuts", "quadrature"] = "nuts"
+    sampler: SamplerSettings = SamplerSettings()
+    interval: float = Field(0.95, gt=0.0, lt=1.0)
+    gamma: tuple[Annotated[float, Field(gt=0.0, lt=1.0)], ...] = (0.05,)
+    grid: tuple[GridBlock, ...]
+    shard_size: int = Field(2048, ge=1, le=1_000_000)
+
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _blocks(cls, raw: Any) -> Any:
+        if isinstance(raw, dict):
+            return (raw,)
+        if isinstance(raw, list) and not raw:
+            raise SweepError("grid: the list of blocks is empty; give at least one block")
+        return raw
+
+    @field_validator("gamma", mode="before")
+    @classmethod
+    def _gamma_list(cls, raw: Any) -> Any:
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            return (raw,)
+        if isinstance(raw, list) and not raw:
+            raise SweepError("gamma: the list is empty; give at least one level in (0, 1)")
+        return raw
+
+    @model_validator(mode="after")
+    def _check(self) -> SweepSpec:
+        if self.counts == "expected" and self.replicates != 1:
+            raise SweepError(
+                f"replicates: {self.replicates} is not allowed with counts 'expected' "
+                "(expected counts are one replicate); use 1, or counts 'sampled'"
+            )
+        if len(set(self.gamma)) != len(self.gamma):
+            raise SweepError(f"gamma: {list(self.gamma)} repeats a level")
+        return self
+
+    def configurations_upper_bound(self) -> int:
+        """Configurations the grid makes before duplicates across blocks are removed."""
+        return sum(block.size() for block in self.grid)
+
+    def canonical(self) -> dict:
+        """The sweep as plain JSON-able data, defaults filled in (what identifies a sweep)."""
+        return self.model_dump(mode="json")
+
+
+def _location(parts, single_block: bool) -> str:
+    """``grid[1].alpha`` style; a grid given as one block drops its index."""
+    text = ""
+    for i, part in enumerate(parts):
+        if isinstance(part, int):
+            if not (single_block and i == 1 and parts[0] == "grid"):
+                text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _format_validation_error(err: ValidationError, single_block: bool) -> str:
+    first = err.errors(include_url=False)[0]
+    loc = _location(first["loc"], single_block)
+    if first["type"] == "extra_forbidden":
+        parent = _location(first["loc"][:-1], single_block)
+        model = {"": SweepSpec, "sampler": SamplerSettings}.get(parent, GridBlock)
+        allowed = ", ".join(model.model_fields)
+        where = f" in {parent}" if parent else ""
+        return f"{loc}: unknown key {first['loc'][-1]!r}{where}; allowed keys: {allowed}"
+    if first["type"] == "missing":
+        return f"{loc}: required field is missing"
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, SweepError):
+        return str(cause)
+    return f"{loc or 'sweep file'}: {first['msg']} (got {first.get('input')!r})"
+
+
+def load_sweep(source: str | Path | dict | SweepSpec) -> SweepSpec:
+    """A validated :class:`SweepSpec` from a YAML path, YAML text, a dict or a spec.
+
+    Raises:
+        SweepError: one line naming the bad field, its value and what is allowed.
+    """
+    if isinstance(source, SweepSpec):
+        return source
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
+        path = Path(source)
+        if not path.is_file():
+            raise SweepError(f"sweep file: {str(path)!r} does not exist or is not a file")
+        source = path.read_text()
+    if isinstance(source, str):
+        try:
+            source = yaml.safe_load(source)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise SweepError(f"sweep file: not valid YAML{where}") from None
+    if not isinstance(source, dict):
+        raise SweepError(
+            f"sweep file: the top level is {type(source).__name__}, not a mapping of "
+            "name, counts, replicates, seed, method, sampler, interval, gamma, grid, shard_size"
+        )
+    if any(not isinstance(key, str) for key in source):
+        raise SweepError(f"sweep file: keys must be strings (got {list(source)!r})")
+    try:
+        return SweepSpec.model_validate(source)
+    except ValidationError as err:
+        single_block = isinstance(source.get("grid"), dict)
+        raise SweepError(_format_validation_error(err, single_block)) from None
+
+
+def spec_digest(spec: SweepSpec) -> str:
+    """A short hex digest of the canonical sweep (what a directory's shards belong to)."""
+    import hashlib
+
+    text = json.dumps(spec.canonical(), sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()

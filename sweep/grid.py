@@ -1,0 +1,111 @@
+"""Configurations: expand a sweep's grid into one row per configuration.
+
+The table is the union of the grid's blocks in a fixed order (blocks in file
+order, each block's Cartesian product with its last axis varying fastest),
+without duplicates. Each configuration carries a 63-bit ``config_id``, a hash of
+its parameter values alone, so its random numbers (and therefore its results)
+do not depend on where it sits in the grid, in a shard or in a batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+
+from sweep.config import AXES, SweepSpec
+from sweep.errors import SweepError
+
+__all__ = ["CONFIG_COLUMNS", "DEFAULT_MAX_CONFIGURATIONS", "expand_grid", "config_id", "id_words"]
+
+#: Columns of the configurations table, in order.
+CONFIG_COLUMNS = (
+    "config_id",
+    "alpha",
+    "rho",
+    "eta",
+    "n_phi",
+    "n_rho_eta",
+    "rho_eta_known",
+    "shared_paired",
+    "psi",
+    "n_m",
+)
+#: Refuse sweeps with more fits (configurations × replicates) than this unless raised.
+DEFAULT_MAX_CONFIGURATIONS = 5_000_000
+
+
+def config_id(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: str) -> int:
+    """The 63-bit identifier of one configuration (a hash of its canonical values).
+
+    ``paired`` is "shared", "separate" or "known"; ``n_rho_eta`` and ``psi``
+    enter only for a separate paired set, where they mean something.
+    """
+    if paired == "separate":
+        tail = f"separate|{int(n_rho_eta)}|{psi!r}"
+    else:
+        tail = paired
+    text = f"{alpha!r}|{rho!r}|{eta!r}|{int(n_phi)}|{int(n_m)}|{tail}"
+    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+def id_words(config_ids: np.ndarray) -> np.ndarray:
+    """``(C, 2)`` uint32: the low and high 32-bit words of each 63-bit ``config_id``."""
+    ids = np.asarray(config_ids, np.int64).astype(np.uint64)
+    return np.stack([ids & np.uint64(0xFFFFFFFF), ids >> np.uint64(32)], axis=1).astype(np.uint32)
+
+
+def _block_table(block) -> pd.DataFrame:
+    free = block.free_axes()
+    grids = np.meshgrid(*(np.asarray(getattr(block, a)) for a in free), indexing="ij")
+    columns = {a: g.ravel() for a, g in zip(free, grids, strict=True)}
+    n = len(next(iter(columns.values())))
+    for axis in AXES:
+        if axis in columns:
+            continue
+        target = getattr(block, axis)
+        while isinstance(target, str) and target not in columns and target != "known":
+            target = getattr(block, target)
+        columns[axis] = columns[target] if target != "known" else np.zeros(n)
+    known = block.n_rho_eta == "known"
+    shared = block.n_rho_eta == "n_phi"
+    table = pd.DataFrame({a: columns[a] for a in AXES})
+    if shared:
+        table["n_rho_eta"] = table["n_phi"]
+        table["psi"] = table["alpha"]
+    table["rho_eta_known"] = known
+    table["shared_paired"] = shared
+    return table
+
+
+def expand_grid(
+    spec: SweepSpec, max_configurations: int = DEFAULT_MAX_CONFIGURATIONS
+) -> pd.DataFrame:
+    """The configurations of a sweep, one row each (columns :data:`CONFIG_COLUMNS`).
+
+    Sizes are int64; ``n_rho_eta`` is a nullable Int64, null when ρ and η are
+    known. Raises :class:`SweepError` when the sweep would make more than
+    ``max_configurations`` fits (configurations × replicates).
+    """
+    bound = spec.configurations_upper_bound()
+    if bound * spec.replicates > max_configurations:
+        raise SweepError(
+            f"grid: the sweep makes up to {bound:,} configurations x {spec.replicates:,} "
+            f"replicates = {bound * spec.replicates:,} fits, above the limit of "
+            f"{max_configurations:,}; raise it with --max-configurations (or "
+            "max_configurations= in Python) if you mean it"
+        )
+    table = pd.concat([_block_table(b) for b in spec.grid], ignore_index=True)
+    paired = np.where(
+        table["rho_eta_known"], "known", np.where(table["shared_paired"], "shared", "separate")
+    )
+    rows = zip(*(table[a].to_numpy().tolist() for a in AXES), paired.tolist(), strict=True)
+    table["config_id"] = np.fromiter((config_id(*row) for row in rows), np.int64, len(table))
+    table = table.drop_duplicates("config_id", ignore_index=True)
+    for size in ("n_phi", "n_m"):
+        table[size] = table[size].astype(np.int64)
+    n_rho_eta = table["n_rho_eta"].astype(np.int64).astype("Int64")
+    table["n_rho_eta"] = n_rho_eta.mask(table["rho_eta_known"])
+    return table[list(CONFIG_COLUMNS)]

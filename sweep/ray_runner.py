@@ -1,0 +1,84 @@
+"""The Ray runner: one Ray task per shard, on an existing cluster or a local Ray instance.
+
+Each task calls the same :func:`sweep.shards.run_shard` as the in-process
+runner, so results are identical; only *where* differs. Tasks are spread over
+the nodes, retried when a worker or node dies, and ask for a share of a GPU
+when the cluster has GPUs (with JAX told, through ``runtime_env``, not to
+preallocate the device, so several workers can share it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+from kernels.summaries import FitResults
+from sweep.config import SweepSpec
+from sweep.shards import Shard, ShardResult, run_shard
+
+__all__ = ["run_ray", "task_options"]
+
+#: Times a shard's task is resubmitted after its worker or node died.
+MAX_RETRIES = 5
+
+
+def task_options(gpus_in_cluster: float, workers_per_gpu: int) -> dict:
+    """Ray task options for a shard: retries, spreading, and a GPU share when there are GPUs."""
+    env = {"JAX_ENABLE_X64": "1"}
+    options: dict = {
+        "max_retries": MAX_RETRIES,
+        "retry_exceptions": False,
+        "scheduling_strategy": "SPREAD",
+    }
+    if gpus_in_cluster > 0:
+        options["num_gpus"] = 1.0 / workers_per_gpu
+        options["num_cpus"] = 1
+        env.update(
+            XLA_PYTHON_CLIENT_PREALLOCATE="false",
+            XLA_PYTHON_CLIENT_MEM_FRACTION=f"{0.9 / workers_per_gpu:.3f}",
+        )
+    else:
+        options["num_cpus"] = 1
+    options["runtime_env"] = {"env_vars": env}
+    return options
+
+
+def run_ray(
+    spec: SweepSpec,
+    shards: list[Shard],
+    *,
+    address: str | None = None,
+    workers_per_gpu: int = 1,
+    max_in_flight: int | None = None,
+    fault: Callable[[FitResults], FitResults] | None = None,
+) -> Iterator[ShardResult]:
+    """Compute shards as Ray tasks and yield each result as it finishes (any order).
+
+    Connects to ``address`` (or ``RAY_ADDRESS``); with neither, and no Ray
+    already initialised in this process, starts a local Ray instance and stops
+    it afterwards. At most ``max_in_flight`` tasks (default: twice the
+    cluster's CPUs) are queued at once so the object store holds few results.
+    """
+    import ray
+
+    started_here = False
+    if not ray.is_initialized():
+        address = address or os.environ.get("RAY_ADDRESS")
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        started_here = True
+    try:
+        resources = ray.cluster_resources()
+        options = task_options(resources.get("GPU", 0.0), workers_per_gpu)
+        task = ray.remote(run_shard).options(**options)
+        limit = max_in_flight or max(2, int(2 * resources.get("CPU", 1)))
+        spec_ref = ray.put(spec)
+        queue = list(reversed(shards))
+        running: list = []
+        while queue or running:
+            while queue and len(running) < limit:
+                running.append(task.remote(spec_ref, queue.pop(), fault=fault))
+            done, running = ray.wait(running, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started_here:
+            ray.shutdown()

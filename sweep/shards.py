@@ -1,0 +1,253 @@
+"""Shards: slices of the configurations table, and the one function that computes a shard.
+
+:func:`run_shard` is what every runner calls, in-process or in a Ray task:
+configurations → counts (expected, or drawn from each replicate's own key) →
+fits (:func:`sweep.fits.fit_lanes`) → per-configuration summaries → two
+Arrow tables, ``fits`` (one row per configuration × replicate) and
+``surface`` (one row per configuration × γ). It reads and writes nothing.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from kernels.counts import Design, draw_counts, expected_counts
+from kernels.nuts import NUTSSettings
+from kernels.summaries import FitResults, summarize_configurations
+from sweep.config import SweepSpec
+from sweep.fits import fit_lanes, lane_keys
+from sweep.grid import id_words
+
+__all__ = [
+    "Shard",
+    "ShardResult",
+    "make_shards",
+    "nuts_settings",
+    "run_shard",
+    "COUNT_COLUMNS",
+    "FIT_COLUMNS",
+    "SURFACE_COLUMNS",
+]
+
+COUNT_COLUMNS = ("n_pos", "n_tp", "n_pos_paired", "n_tn", "n_neg_paired", "m_pos")
+FIT_COLUMNS = (
+    "config_id",
+    "replicate",
+    *COUNT_COLUMNS,
+    "post_mean",
+    "post_sd",
+    "ci_low",
+    "ci_high",
+    "rhat",
+    "ess",
+    "divergences",
+    "tree_depth",
+    "steps",
+    "exact",
+    "finite",
+)
+SURFACE_COLUMNS = (
+    "config_id",
+    "alpha",
+    "rho",
+    "eta",
+    "n_phi",
+    "n_rho_eta",
+    "rho_eta_known",
+    "shared_paired",
+    "psi",
+    "n_m",
+    "counts",
+    "method",
+    "replicates",
+    "gamma",
+    "eps",
+    "sd_mean",
+    "sd_sd",
+    "bias_mean",
+    "bias_sd",
+    "bias_mcse",
+    "coverage",
+    "coverage_mcse",
+    "rhat_max",
+    "ess_min",
+    "divergences",
+    "nonfinite",
+    "shard",
+)
+
+
+class Shard(NamedTuple):
+    """A contiguous slice of the configurations table.
+
+    Attributes:
+        index: the shard's number, from 0, in configuration order.
+        configurations: its rows of the configurations table.
+    """
+
+    index: int
+    configurations: pd.DataFrame
+
+
+class ShardResult(NamedTuple):
+    """What computing one shard gives.
+
+    Attributes:
+        index: the shard's number.
+        fits: one row per (configuration, replicate), columns :data:`FIT_COLUMNS`.
+        surface: one row per (configuration, γ), columns :data:`SURFACE_COLUMNS`.
+        node: where it ran (host name, and Ray node id when under Ray).
+        seconds: wall-clock time spent computing it.
+    """
+
+    index: int
+    fits: pa.Table
+    surface: pa.Table
+    node: str
+    seconds: float
+
+
+def make_shards(configurations: pd.DataFrame, shard_size: int) -> list[Shard]:
+    """Consecutive slices of ``shard_size`` configurations (the last may be shorter)."""
+    return [
+        Shard(i, configurations.iloc[start : start + shard_size].reset_index(drop=True))
+        for i, start in enumerate(range(0, len(configurations), shard_size))
+    ]
+
+
+def nuts_settings(spec: SweepSpec) -> NUTSSettings:
+    """The kernel's sampler settings for a sweep."""
+    return NUTSSettings(**spec.sampler.model_dump())
+
+
+def _designs(configurations: pd.DataFrame, replicates: int) -> Design:
+    """``(C·R,)`` lane designs, each configuration repeated for its R replicates."""
+
+    def column(name, dtype=float):
+        return np.repeat(configurations[name].to_numpy(dtype=dtype, na_value=0), replicates)
+
+    return Design(
+        alpha=column("alpha"),
+        rho=column("rho"),
+        eta=column("eta"),
+        n_phi=column("n_phi"),
+        n_rho_eta=column("n_rho_eta"),
+        psi=column("psi"),
+        n_m=column("n_m"),
+        shared_paired=column("shared_paired", bool),
+        rho_eta_known=column("rho_eta_known", bool),
+    )
+
+
+def _lane_counts(spec: SweepSpec, configurations: pd.DataFrame, keys: jax.Array):
+    designs = _designs(configurations, spec.replicates)
+    if spec.counts == "expected":
+        counts = jax.vmap(expected_counts)(designs)
+    else:
+        counts = jax.vmap(draw_counts)(keys, designs)
+    return jax.tree.map(np.asarray, jax.device_get(counts))
+
+
+def _node_name() -> str:
+    name = socket.gethostname()
+    try:
+        import ray  # only present under Ray; the shard function never needs it
+
+        if ray.is_initialized():
+            name += f"/{ray.get_runtime_context().get_node_id()[:12]}"
+    except ImportError:
+        pass
+    return name
+
+
+def run_shard(
+    spec: SweepSpec,
+    shard: Shard,
+    *,
+    on_fits: Callable[[int], None] | None = None,
+    fault: Callable[[FitResults], FitResults] | None = None,
+) -> ShardResult:
+    """Compute one shard: counts, fits and per-configuration summaries.
+
+    Args:
+        spec: the sweep.
+        shard: the configurations to compute.
+        on_fits: called with the number of fits finished after each chunk.
+        fault: test hook applied to the fits before they are summarised (for
+            fault injection: it may put NaN or infinity into any field).
+
+    Returns:
+        The shard's fits and surface tables. Depends only on the sweep and the
+        shard's configurations, never on other shards or where it runs.
+    """
+    jax.config.update("jax_enable_x64", True)  # the kernels' accuracy is checked in float64
+    start = time.perf_counter()
+    configs = shard.configurations
+    c, r = len(configs), spec.replicates
+    words = np.repeat(id_words(configs["config_id"].to_numpy()), r, axis=0)
+    replicate = np.tile(np.arange(r), c)
+    keys = lane_keys(spec.seed, words, replicate)
+    counts = _lane_counts(spec, configs, keys)
+    fits = fit_lanes(
+        counts, keys, spec.method, level=spec.interval, nuts=nuts_settings(spec), on_chunk=on_fits
+    )
+    if fault is not None:
+        fits = fault(fits)
+    finite = np.isfinite(fits.post_mean) & np.isfinite(fits.post_sd)
+    finite &= np.isfinite(fits.ci_low) & np.isfinite(fits.ci_high)
+    fits = fits._replace(post_mean=np.where(finite, fits.post_mean, np.nan))
+    fits_table = _fits_table(configs, replicate, counts, fits, finite)
+    per_config = FitResults(*(np.asarray(x).reshape(c, r) for x in fits))
+    summary = summarize_configurations(
+        configs["alpha"].to_numpy(float),
+        per_config,
+        np.asarray(spec.gamma),
+        ((configs["n_phi"] == 0) & (configs["n_m"] == 0)).to_numpy(),
+    )
+    surface = _surface_table(spec, shard.index, configs, jax.tree.map(np.asarray, summary))
+    return ShardResult(shard.index, fits_table, surface, _node_name(), time.perf_counter() - start)
+
+
+def _fits_table(configs, replicate, counts, fits: FitResults, finite) -> pa.Table:
+    r = len(replicate) // max(len(configs), 1)
+    columns = {
+        "config_id": np.repeat(configs["config_id"].to_numpy(np.int64), r),
+        "replicate": replicate.astype(np.int32),
+    }
+    for name in COUNT_COLUMNS:
+        columns[name] = np.asarray(getattr(counts, name)).astype(np.int64)
+    for name in ("post_mean", "post_sd", "ci_low", "ci_high", "rhat", "ess", "tree_depth"):
+        columns[name] = np.asarray(getattr(fits, name), np.float64)
+    columns["divergences"] = np.asarray(fits.divergences).astype(np.int64)
+    columns["steps"] = np.asarray(fits.steps).astype(np.int64)
+    columns["exact"] = np.asarray(fits.exact, bool)
+    columns["finite"] = np.asarray(finite, bool)
+    return pa.table({name: columns[name] for name in FIT_COLUMNS})
+
+
+def _surface_table(spec: SweepSpec, index: int, configs: pd.DataFrame, summary) -> pa.Table:
+    g = len(spec.gamma)
+    per_config = {name: configs[name].to_numpy() for name in configs.columns}
+    columns = {name: np.repeat(values, g) for name, values in per_config.items()}
+    columns["n_rho_eta"] = pd.array(np.repeat(configs["n_rho_eta"].to_numpy(), g), "Int64")
+    columns["counts"] = [spec.counts] * (len(configs) * g)
+    columns["method"] = [spec.method] * (len(configs) * g)
+    columns["replicates"] = np.full(len(configs) * g, spec.replicates, np.int32)
+    columns["gamma"] = np.tile(np.asarray(spec.gamma, np.float64), len(configs))
+    columns["eps"] = np.asarray(summary.eps, np.float64).reshape(-1)
+    for name in summary._fields:
+        if name != "eps":
+            values = np.repeat(np.asarray(summary[summary._fields.index(name)]), g)
+            dtype = np.int64 if name in ("divergences", "nonfinite") else np.float64
+            columns[name] = values.astype(dtype)
+    columns["shard"] = np.full(len(configs) * g, index, np.int32)
+    frame = pd.DataFrame({name: columns[name] for name in SURFACE_COLUMNS})
+    return pa.Table.from_pandas(frame, preserve_index=False)

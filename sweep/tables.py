@@ -1,0 +1,404 @@
+"""Surface → the 2-D tables that published papers show.
+
+A *surface* is a DataFrame with one row per (configuration, γ): axis columns
+that identify the configuration (:data:`AXES`) and value columns (``eps``,
+``sd_mean``, ``coverage``, ...). A table fixes every axis but two with
+``--where`` filters and lays one value out with one axis down the rows and
+another across the columns::
+
+    where = parse_where(["alpha=0.6", "rho=0.7", "eta=0.7", "gamma=0.05"])
+    table = pivot_surface(surface, "n_phi", "n_m", "eps", where)
+    print(format_table(table, "eps"))
+
+Everything here is pure: nothing reads or writes files. Bad input raises
+:class:`~sweep.errors.SweepError` with a one-line message that names the CLI
+option (``--rows``, ``--cols``, ``--value``, ``--where``, ``--x``, ``--lines``),
+the offending value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from pandas.api import types as ptypes
+
+from sweep.errors import SweepError
+
+__all__ = [
+    "AXES",
+    "CATEGORY_COLUMNS",
+    "axis_columns",
+    "value_columns",
+    "parse_where",
+    "filter_surface",
+    "select_cells",
+    "pivot_surface",
+    "format_table",
+    "format_value",
+]
+
+AXES: tuple[str, ...] = (
+    "alpha",
+    "rho",
+    "eta",
+    "n_phi",
+    "n_rho_eta",
+    "psi",
+    "n_m",
+    "gamma",
+    "power",
+    "rho_eta_known",
+    "shared_paired",
+)
+"""Columns that identify a configuration (those present in a given surface)."""
+
+CATEGORY_COLUMNS: tuple[str, ...] = ("counts", "method")
+"""Non-numeric run settings that may also be filtered on or tabulated."""
+
+INTEGER_VALUES: frozenset[str] = frozenset(
+    {"divergences", "nonfinite", "replicates", "shard", "config_id"}
+)
+"""Value columns that count things, shown without decimals."""
+
+RELATIVE_TOLERANCE = 1e-9
+_NULL_WORDS = frozenset({"none", "null", "na", "nan", "<na>"})
+_TRUE_WORDS = frozenset({"true", "1", "yes", "y", "t"})
+_FALSE_WORDS = frozenset({"false", "0", "no", "n", "f"})
+_SHOWN_VALUES = 10
+_BOOKKEEPING = frozenset({"config_id", "replicates", "shard"})
+
+
+def axis_columns(surface: pd.DataFrame) -> list[str]:
+    """The surface's axis columns (:data:`AXES` then :data:`CATEGORY_COLUMNS`), in that order."""
+    return [c for c in (*AXES, *CATEGORY_COLUMNS) if c in surface.columns]
+
+
+def value_columns(surface: pd.DataFrame) -> list[str]:
+    """The surface's numeric, non-axis columns: what ``--value`` may name.
+
+    In frame order, except that bookkeeping columns (``config_id``,
+    ``replicates``, ``shard``) come last.
+    """
+    keys = set(axis_columns(surface))
+    found = [
+        c
+        for c in surface.columns
+        if c not in keys
+        and ptypes.is_numeric_dtype(surface[c])
+        and not ptypes.is_bool_dtype(surface[c])
+    ]
+    return sorted(found, key=lambda c: c in _BOOKKEEPING)
+
+
+def format_value(value: object) -> str:
+    """One axis or cell value as a short string: ``0.51``, ``1000``, ``true``, ``none``."""
+    if value is None or value is pd.NA:
+        return "none"
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        if math.isnan(value):
+            return "none"
+        return f"{float(value):.10g}"
+    return str(value)
+
+
+def _short_list(values: Sequence[object]) -> str:
+    shown = [format_value(v) for v in values]
+    if len(shown) > _SHOWN_VALUES:
+        shown = [*shown[: _SHOWN_VALUES - 2], "…", shown[-1], f"({len(values)} values)"]
+    return ", ".join(shown)
+
+
+def _sorted_unique(column: pd.Series) -> list[object]:
+    """Distinct values, sorted, with a null (``None``) last when the column has one."""
+    present = column.dropna().unique()
+    values: list[object] = sorted(present.tolist() if hasattr(present, "tolist") else present)
+    if column.isna().any():
+        values.append(None)
+    return values
+
+
+def parse_where(items: Sequence[str]) -> dict[str, str]:
+    """``["alpha=0.6", "rho_eta_known=true"]`` → ``{"alpha": "0.6", "rho_eta_known": "true"}``.
+
+    Values stay strings; :func:`filter_surface` reads them as each column's type.
+    Raises SweepError naming ``--where`` for an item without ``name=value`` or
+    a name given twice.
+    """
+    if isinstance(items, str):
+        items = [items]
+    where: dict[str, str] = {}
+    for item in items:
+        name, sep, value = str(item).partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise SweepError(
+                f"--where {item!r} is not NAME=VALUE; write e.g. --where alpha=0.6 "
+                "--where rho_eta_known=true"
+            )
+        if name in where:
+            raise SweepError(
+                f"--where {item!r} fixes {name} a second time (already {name}={where[name]}); "
+                "give each axis once"
+            )
+        where[name] = value
+    return where
+
+
+def _as_where(where: Mapping[str, object] | Sequence[str] | None) -> dict[str, object]:
+    if where is None:
+        return {}
+    if isinstance(where, Mapping):
+        return dict(where)
+    return dict(parse_where(where))
+
+
+def _coerce(column: pd.Series, name: str, value: object) -> object:
+    """A ``--where`` value read as the column's type; ``None`` stands for null."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if value is None or value is pd.NA or text in _NULL_WORDS:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if ptypes.is_bool_dtype(column):
+        if text is not None:
+            if text in _TRUE_WORDS:
+                return True
+            if text in _FALSE_WORDS:
+                return False
+        elif isinstance(value, bool | np.bool_ | int | np.integer) and value in (0, 1):
+            return bool(value)
+        raise SweepError(f"--where {name}={value!r} is not a boolean; write {name}=true or false")
+    if ptypes.is_numeric_dtype(column):
+        if isinstance(value, bool | np.bool_):
+            return float(value)
+        try:
+            return float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise SweepError(
+                f"--where {name}={value!r} is not a number; {name} takes "
+                f"{_short_list(_sorted_unique(column))}"
+            ) from None
+    return str(value).strip() if isinstance(value, str) else str(value)
+
+
+def _matches(column: pd.Series, target: object) -> np.ndarray:
+    if target is None:
+        return column.isna().to_numpy()
+    if ptypes.is_bool_dtype(column):
+        return (column == target).fillna(False).to_numpy(dtype=bool)
+    if ptypes.is_numeric_dtype(column):
+        values = column.to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            return np.isclose(values, float(target), rtol=RELATIVE_TOLERANCE, atol=0.0)
+    return (column.astype(str) == target).to_numpy(dtype=bool)
+
+
+def filter_surface(
+    surface: pd.DataFrame, where: Mapping[str, object] | Sequence[str] | None
+) -> pd.DataFrame:
+    """The rows of ``surface`` whose axes equal every ``where`` value.
+
+    ``where`` maps an axis name to a value, or is a list of ``NAME=VALUE``
+    strings. Strings are read as the column's type (booleans accept
+    true/false/1/0; ``none`` matches a null such as ``n_rho_eta`` when ρ, η are
+    known); numbers match within a relative tolerance of 1e-9. Returns a new
+    DataFrame (the original index kept). Raises SweepError naming ``--where``
+    for an unknown column or a value that matches no row (listing the values
+    present).
+    """
+    where = _as_where(where)
+    keys = axis_columns(surface)
+    frame = surface
+    applied: list[str] = []
+    for name, raw in where.items():
+        if name not in keys:
+            raise SweepError(
+                f"--where {name!r} is not an axis column; choose one of: {', '.join(keys)}"
+            )
+        column = frame[name]
+        target = _coerce(column, name, raw)
+        mask = _matches(column, target)
+        if not mask.any():
+            context = f" among rows with {', '.join(applied)}" if applied else ""
+            raise SweepError(
+                f"--where {name}={format_value(raw)} matches no row{context}; {name} takes "
+                f"{_short_list(_sorted_unique(column))}"
+            )
+        frame = frame.loc[mask]
+        applied.append(f"{name}={format_value(raw)}")
+    return frame.copy()
+
+
+def _check_axis(surface: pd.DataFrame, field: str, name: str) -> None:
+    keys = axis_columns(surface)
+    if not isinstance(name, str) or name not in keys:
+        raise SweepError(
+            f"{field} {name!r} is not an axis column; choose one of: {', '.join(keys)}"
+        )
+
+
+def _check_value(surface: pd.DataFrame, value: str) -> None:
+    allowed = value_columns(surface)
+    if value in allowed:
+        return
+    choose = f"choose one of: {', '.join(allowed)}"
+    if value in axis_columns(surface):
+        raise SweepError(f"--value {value!r} is an axis, not a value; {choose}")
+    if isinstance(value, str) and value in surface.columns:
+        raise SweepError(f"--value {value!r} is not numeric; {choose}")
+    raise SweepError(f"--value {value!r} is not a surface column; {choose}")
+
+
+def select_cells(
+    surface: pd.DataFrame,
+    axes: Mapping[str, str],
+    value: str,
+    where: Mapping[str, object] | Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Filter ``surface`` by ``where`` and check each combination of ``axes`` names one row.
+
+    ``axes`` maps a CLI option to the axis it names, e.g.
+    ``{"--rows": "n_phi", "--cols": "n_m"}`` or ``{"--x": "n_m"}``; error
+    messages use those option names. Returns the filtered DataFrame, one row
+    per distinct combination of the ``axes`` columns. Raises SweepError when an
+    axis or the value is not a surface column, two options name the same axis,
+    or another axis still varies within a combination (``--where must fix
+    rho (it takes 0.51, 0.7 in these rows)``, naming every such axis).
+    """
+    if len(surface) == 0:
+        raise SweepError("the surface has no rows; nothing to tabulate or plot")
+    fields = list(axes.items())
+    for field, name in fields:
+        _check_axis(surface, field, name)
+    for i, (field, name) in enumerate(fields):
+        for other_field, other in fields[:i]:
+            if name == other:
+                raise SweepError(
+                    f"{field} {name!r} is also {other_field}; choose two different axes"
+                )
+    _check_value(surface, value)
+    frame = filter_surface(surface, where)
+    names = [name for _, name in fields]
+    groups = frame.groupby(names, dropna=False, sort=False)
+    if int(groups.size().max()) <= 1:
+        return frame
+    varying = [
+        key
+        for key in axis_columns(frame)
+        if key not in names and int(groups[key].nunique(dropna=False).max()) > 1
+    ]
+    if varying:
+        parts = [
+            f"{key} (it takes {_short_list(_sorted_unique(frame[key]))} in these rows)"
+            for key in varying
+        ]
+        raise SweepError(
+            f"--where must fix {' and '.join(parts)}; "
+            f"or put {'it' if len(varying) == 1 else 'one'} on {' or '.join(axes)}"
+        )
+    sizes = groups.size()
+    cell = sizes.index[int(np.argmax(sizes.to_numpy()))]
+    cell = cell if isinstance(cell, tuple) else (cell,)
+    at = ", ".join(f"{n}={format_value(v)}" for n, v in zip(names, cell, strict=True))
+    raise SweepError(
+        f"--where cannot single out one row at {at}: {int(sizes.max())} rows share every axis "
+        "there; the surface repeats a configuration"
+    )
+
+
+def _positions(column: pd.Series, keys: list[object]) -> np.ndarray:
+    """Each row's position in ``keys`` (sorted distinct values, a null last)."""
+    categories = [k for k in keys if k is not None]
+    codes = pd.Categorical(column, categories=categories).codes.astype(np.int64)
+    return np.where(codes < 0, len(keys) - 1, codes)
+
+
+def _key_index(column: pd.Series, keys: list[object], name: str) -> pd.Index:
+    if ptypes.is_bool_dtype(column) or not ptypes.is_numeric_dtype(column):
+        return pd.Index(keys, name=name, dtype=object if None in keys else None)
+    return pd.Index(pd.array(keys, dtype=column.dtype), name=name)
+
+
+def pivot_surface(
+    surface: pd.DataFrame,
+    rows: str,
+    cols: str,
+    value: str,
+    where: Mapping[str, object] | Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """One value of the surface as a table: ``rows`` axis down, ``cols`` axis across.
+
+    Filters by ``where`` (see :func:`filter_surface`), then returns a DataFrame
+    whose index holds the ``rows`` values and whose columns hold the ``cols``
+    values, both sorted ascending (a null last), with ``value`` in the cells
+    and NaN where the surface has no such row. The index and columns are named
+    after their axes. Cells are float, or int64 for an integer value column
+    with no empty cell. Raises SweepError (see :func:`select_cells`) when
+    another axis still varies so that a cell would hold more than one row.
+    """
+    frame = select_cells(surface, {"--rows": rows, "--cols": cols}, value, where)
+    row_keys = _sorted_unique(frame[rows])
+    col_keys = _sorted_unique(frame[cols])
+    cells = np.full((len(row_keys), len(col_keys)), np.nan)
+    cells[_positions(frame[rows], row_keys), _positions(frame[cols], col_keys)] = frame[
+        value
+    ].to_numpy(dtype=float, na_value=np.nan)
+    table = pd.DataFrame(
+        cells,
+        index=_key_index(frame[rows], row_keys, rows),
+        columns=_key_index(frame[cols], col_keys, cols),
+    )
+    column = surface[value]
+    if ptypes.is_integer_dtype(column) and not np.isnan(cells).any():
+        table = table.astype(np.int64)
+    return table
+
+
+def format_table(table: pd.DataFrame, value: str, digits: int = 3) -> str:
+    """A table from :func:`pivot_surface` as aligned plain text, as printed in papers.
+
+    The first line is the header: ``rows\\cols`` (the two axis names) then the
+    column values; each further line is a row value then its cells. Cells show
+    ``digits`` decimals, or none for a count (an integer table, or a ``value``
+    such as ``divergences`` whose cells are whole numbers); an empty cell shows
+    ``—``. Columns are right-aligned, the row labels left-aligned. Returns the
+    text without a trailing newline.
+    """
+    if isinstance(digits, bool) or not isinstance(digits, int | np.integer) or digits < 0:
+        raise SweepError(f"--digits {digits!r} is not a whole number ≥ 0; use e.g. --digits 3")
+    cells = table.to_numpy(dtype=float, na_value=np.nan)
+    finite = cells[np.isfinite(cells)]
+    whole = bool(np.all(finite == np.round(finite)))
+    integer = all(ptypes.is_integer_dtype(t) for t in table.dtypes) or (
+        value in INTEGER_VALUES and whole
+    )
+
+    def cell(x: float) -> str:
+        if math.isnan(x):
+            return "—"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return f"{x:.0f}" if integer else f"{x:.{int(digits)}f}"
+
+    corner = f"{table.index.name or 'rows'}\\{table.columns.name or 'cols'}"
+    header = [corner, *(format_value(c) for c in table.columns)]
+    body = [
+        [format_value(r), *(cell(x) for x in row)]
+        for r, row in zip(table.index, cells, strict=True)
+    ]
+    lines = [header, *body]
+    widths = [max(len(line[j]) for line in lines) for j in range(len(header))]
+    return "\n".join(
+        "  ".join(
+            text.ljust(widths[j]) if j == 0 else text.rjust(widths[j])
+            for j, text in enumerate(line)
+        ).rstrip()
+        for line in lines
+    )
