@@ -122,7 +122,7 @@ def axis_values(field: str, raw: Any) -> AxisSpec:
     if not values:
         raise SweepError(f"grid.{field}: the axis is empty; give at least one value")
     size = field in SIZE_AXES
-    out: list[float] = []
+    out: dict[float, None] = {}  # ordered and duplicate-free
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             raise SweepError(f"grid.{field}: value {v!r} is not a finite number")
@@ -139,9 +139,7 @@ def axis_values(field: str, raw: Any) -> AxisSpec:
             raise SweepError(
                 f"grid.{field}: value {v!r} is out of range; allowed: numbers in [0, 1]"
             )
-        v = _canonical(float(v))
-        if v not in out:
-            out.append(v)
+        out[_canonical(float(v))] = None
     return tuple(out)
 
 

@@ -1,0 +1,91 @@
+"""Sweep files: what is accepted, how it is normalised, and one-line refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweep.config import load_sweep
+from sweep.errors import SweepError
+
+from .helpers import CONFIGS, tiny
+
+
+def test_shipped_sweep_files_parse():
+    names = {p.stem for p in CONFIGS.glob("*.yaml")}
+    assert {"quickstart", "published-tables", "legacy-grid", "sampled-coverage"} <= names
+    for path in CONFIGS.glob("*.yaml"):
+        spec = load_sweep(path)
+        assert spec.name
+
+
+def test_defaults_and_normalised_axes():
+    spec = load_sweep({"name": "d", "grid": {"alpha": 0.6, "rho": [0.7], "eta": "rho",
+                                             "n_phi": {"logspace": [1, 3, 3]}, "n_m": [0]}})
+    assert (spec.counts, spec.method, spec.replicates, spec.seed) == ("expected", "nuts", 1, 0)
+    assert spec.gamma == (0.05,) and spec.interval == 0.95 and spec.shard_size == 2048
+    block = spec.grid[0]
+    assert block.alpha == (0.6,) and block.eta == "rho"
+    assert block.n_phi == (10.0, 100.0, 1000.0)
+    assert block.n_rho_eta == "n_phi" and block.psi == "alpha"
+
+
+def test_generated_axes():
+    grid = {"alpha": {"range": [0.0, 1.05, 0.1]}, "rho": {"linspace": [0.5, 0.9, 5]},
+            "eta": "rho", "n_phi": {"linspace": [0, 10, 4]}, "n_m": {"range": [0, 3000, 1000]}}
+    block = load_sweep({"name": "g", "grid": grid}).grid[0]
+    assert block.alpha == tuple(round(0.1 * i, 12) for i in range(11))
+    assert block.rho == (0.5, 0.6, 0.7, 0.8, 0.9)
+    assert block.n_phi == (0.0, 3.0, 7.0, 10.0)  # rounded half up to integers
+    assert block.n_m == (0.0, 1000.0, 2000.0)  # the stop is excluded, as in Python's range
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"grd": 1}, "grd"),
+        ({"counts": "expectd"}, "counts"),
+        ({"method": "mcmc"}, "method"),
+        ({"counts": "expected", "replicates": 3}, "replicates"),
+        ({"replicates": 0}, "replicates"),
+        ({"seed": -1}, "seed"),
+        ({"interval": 1.0}, "interval"),
+        ({"gamma": []}, "gamma"),
+        ({"gamma": [0.05, 1.5]}, "gamma"),
+        ({"shard_size": 0}, "shard_size"),
+        ({"sampler": {"chans": 4}}, "sampler.chans"),
+        ({"sampler": {"chains": "four"}}, "sampler.chains"),
+        ({"name": ""}, "name"),
+        ({"grid": []}, "grid"),
+        ({"grid": {"alpha": [0.5]}}, "grid.rho"),
+        ({"grid": {**tiny()["grid"], "alpha": [1.5]}}, "grid.alpha"),
+        ({"grid": {**tiny()["grid"], "rho": [-0.1]}}, "grid.rho"),
+        ({"grid": {**tiny()["grid"], "n_phi": [10.5]}}, "grid.n_phi"),
+        ({"grid": {**tiny()["grid"], "n_m": [-5]}}, "grid.n_m"),
+        ({"grid": {**tiny()["grid"], "n_m": []}}, "grid.n_m"),
+        ({"grid": {**tiny()["grid"], "alhpa": [0.5]}}, "grid.alhpa"),
+        ({"grid": {**tiny()["grid"], "eta": "n_phi"}}, "grid.eta"),
+        ({"grid": {**tiny()["grid"], "eta": "gamma"}}, "grid.eta"),
+        ({"grid": {**tiny()["grid"], "eta": "rho", "rho": "eta"}}, "grid.rho"),
+        ({"grid": {**tiny()["grid"], "psi": [0.4]}}, "grid.psi"),
+        ({"grid": {**tiny()["grid"], "n_m": "known"}}, "grid.n_m"),
+        ({"grid": {**tiny()["grid"], "n_m": {"range": [0, 10, 0]}}}, "grid.n_m"),
+        ({"grid": {**tiny()["grid"], "n_m": {"linspace": [0, 10]}}}, "grid.n_m"),
+        ({"grid": {**tiny()["grid"], "n_m": {"between": [0, 10]}}}, "grid.n_m"),
+        ({"grid": [tiny()["grid"], {**tiny()["grid"], "rho": [2]}]}, "grid.rho"),
+    ],
+)
+def test_refusals_name_the_field_in_one_line(change, field):
+    with pytest.raises(SweepError) as err:
+        load_sweep(tiny(**change))
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(field) or f" {field}" in message or field in message.split(":")[0]
+
+
+def test_yaml_text_and_missing_file():
+    spec = load_sweep("name: y\ngrid: {alpha: [0.5], rho: [0.7], eta: rho, n_phi: [1], n_m: [0]}\n")
+    assert spec.name == "y"
+    with pytest.raises(SweepError, match="sweep file"):
+        load_sweep("/no/such/sweep.yaml")
+    with pytest.raises(SweepError, match="not valid YAML"):
+        load_sweep("name: [\n  oops\n")

@@ -1,0 +1,146 @@
+"""The Ray backend on a real Ray cluster (no mocks): same numbers as in-process, spread, resume.
+
+One Ray instance serves the whole module: a two-node cluster on this machine
+(``ray.cluster_utils.Cluster``: a head node and a second node of one CPU each,
+so two CPUs in all, like ``ray.init(num_cpus=2)``), with this process connected
+to it as the driver. A process holds one Ray connection at a time, so a
+separate single-node instance would have to be shut down before the cluster
+starts, and the tests would depend on their order; one shared instance avoids
+that, and it starts once. Every sweep still goes through
+``sweep.run(..., backend="ray")``, which finds the initialised Ray and sends one
+task per shard to it.
+
+Time goes mostly into XLA compiling the quadrature, once per process (this
+one, and each Ray worker). The local reference run compiles first, into a JAX
+persistent compilation cache that the workers are pointed at, so they load the
+compiled programs instead of compiling them again on the same two cores.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import jax
+import pandas as pd
+import pytest
+
+import sweep
+
+ray = pytest.importorskip("ray")
+from jax.experimental.compilation_cache import compilation_cache  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402 - only once Ray is known to be installed
+
+pytestmark = pytest.mark.slow
+
+#: 2 × 2 × 2 × 2 = 16 configurations in shards of 3: six shards, the last one of one.
+SWEEP = {
+    "name": "ray-test",
+    "counts": "sampled",
+    "replicates": 3,
+    "seed": 11,
+    "method": "quadrature",
+    "gamma": [0.05, 0.1],
+    "grid": {
+        "alpha": [0.3, 0.6],
+        "rho": [0.7, 0.9],
+        "eta": "rho",
+        "n_phi": [0, 100],
+        "n_m": [0, 1000],
+    },
+    "shard_size": 3,
+}
+SHARDS = 6
+
+
+def _surface(out) -> pd.DataFrame:
+    frame = sweep.load_surface(out)
+    return frame.sort_values(["config_id", "gamma"]).reset_index(drop=True)
+
+
+def _fits(out) -> pd.DataFrame:
+    frame = sweep.load_fits(out)
+    return frame.sort_values(["config_id", "replicate"]).reset_index(drop=True)
+
+
+def _assert_same_results(out, reference) -> None:
+    pd.testing.assert_frame_equal(_surface(out), _surface(reference))
+    pd.testing.assert_frame_equal(_fits(out), _fits(reference))
+
+
+@pytest.fixture(scope="module")
+def jax_cache(tmp_path_factory):
+    """A persistent compilation cache for this process and the workers (restored after)."""
+    path = tmp_path_factory.mktemp("jax-cache")
+    names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
+    saved = {name: getattr(jax.config, name) for name in names}
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    compilation_cache.reset_cache()  # takes the new directory even if JAX compiled before
+    yield path
+    for name, value in saved.items():
+        jax.config.update(name, value)
+    compilation_cache.reset_cache()
+
+
+@pytest.fixture(scope="module")
+def local_run(jax_cache, tmp_path_factory):
+    """The sweep computed in this process by the local runner: the reference."""
+    out = tmp_path_factory.mktemp("local") / "sweep"
+    report = sweep.run(SWEEP, out, backend="local")
+    assert (report.shards, report.computed) == (SHARDS, SHARDS)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(jax_cache):
+    """A real two-node Ray cluster on this machine, with this process connected as driver."""
+    node = {"num_cpus": 1, "num_gpus": 0, "object_store_memory": 100 * 2**20}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    try:
+        cluster.add_node(**node)
+        cluster.wait_for_nodes()
+        env = {
+            "JAX_COMPILATION_CACHE_DIR": str(jax_cache),
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        }
+        ray.init(address=cluster.address, runtime_env={"env_vars": env})
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_run(ray_cluster, local_run, tmp_path_factory):
+    """The sweep computed once on the cluster through ``sweep.run(..., backend="ray")``."""
+    out = tmp_path_factory.mktemp("ray") / "sweep"
+    report = sweep.run(SWEEP, out, backend="ray")
+    return out, report
+
+
+def test_ray_gives_the_local_runners_surface_and_fits(ray_run, local_run):
+    out, report = ray_run
+    assert (report.shards, report.already_done, report.computed) == (SHARDS, 0, SHARDS)
+    _assert_same_results(out, local_run)
+
+
+def test_shards_are_spread_over_both_nodes(ray_run):
+    out, _ = ray_run
+    nodes = sweep.status(out).nodes
+    assert sum(nodes.values()) == SHARDS
+    # One host, two raylets: each name is host/<first 12 characters of the Ray node id>.
+    node_ids = {n["NodeID"][:12] for n in ray.nodes() if n["Alive"]}
+    assert len(node_ids) == 2
+    assert {name.rpartition("/")[2] for name in nodes} == node_ids, nodes
+
+
+def test_resume_under_ray_recomputes_only_the_missing_shard(ray_run, local_run, tmp_path):
+    out = tmp_path / "sweep"
+    shutil.copytree(ray_run[0], out)
+    (out / "surface" / "shard-00002.parquet").unlink()
+    assert sweep.status(out).missing == [2]
+
+    report = sweep.run(SWEEP, out, backend="ray")
+    assert (report.already_done, report.computed) == (SHARDS - 1, 1)
+    assert sweep.status(out).done == SHARDS
+    _assert_same_results(out, local_run)

@@ -1,0 +1,143 @@
+"""The whole pipeline in-process: sweep file → Parquet, resume, determinism, metadata."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+import sweep
+from sweep.errors import SweepError
+
+from .helpers import CONFIGS, REFERENCE, sorted_surface, tiny
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny") / "out"
+    report = sweep.run(tiny(), out)
+    return out, report
+
+
+def test_surface_and_fits_have_the_promised_columns(tiny_run):
+    out, report = tiny_run
+    assert (report.shards, report.computed, report.configurations) == (6, 6, 16)
+    surface = sweep.load_surface(out)
+    for column in ("config_id", "alpha", "rho", "eta", "n_phi", "n_rho_eta", "rho_eta_known",
+                   "psi", "n_m", "counts", "method", "replicates", "gamma", "eps", "sd_mean",
+                   "sd_sd", "bias_mean", "bias_sd", "bias_mcse", "coverage", "coverage_mcse",
+                   "rhat_max", "ess_min", "divergences"):
+        assert column in surface.columns, column
+    assert len(surface) == 16 * 2  # one row per (configuration, gamma)
+    fits = sweep.load_fits(out)
+    for column in ("config_id", "replicate", "n_pos", "n_tp", "n_pos_paired", "n_tn",
+                   "n_neg_paired", "m_pos", "post_mean", "post_sd", "ci_low", "ci_high", "rhat",
+                   "ess", "divergences"):
+        assert column in fits.columns, column
+    assert len(fits) == 16 * 3 and not fits.duplicated(["config_id", "replicate"]).any()
+    none = surface[(surface.n_phi == 0) & (surface.n_m == 0)]
+    assert (none.eps == 1.0).all()
+    assert sweep.load_surface(out, rho=0.9, gamma=0.01).shape[0] == 8
+
+
+def test_generic_readers_and_metadata(tiny_run):
+    out, _ = tiny_run
+    (out / "surface" / ".shard-00099.parquet.123.tmp").write_bytes(b"half a file")
+    try:
+        assert len(pd.read_parquet(out / "surface")) == 32
+        assert ds.dataset(out / "surface", format="parquet").count_rows() == 32
+    finally:
+        (out / "surface" / ".shard-00099.parquet.123.tmp").unlink()
+    meta = pq.read_metadata(out / "fits" / "shard-00000.parquet").metadata
+    assert yaml.safe_load(meta[b"binmetric_sweep.sweep"])["name"] == "tiny"
+    assert meta[b"binmetric_sweep.version"].decode() == sweep.__version__
+    assert meta[b"binmetric_sweep.seed"] == b"11"
+    assert json.loads(meta[b"binmetric_sweep.sampler"])["chains"] == 4
+    for module in ("polars", "duckdb"):
+        try:
+            reader = __import__(module)
+        except ImportError:
+            continue
+        if module == "polars":
+            assert reader.read_parquet(out / "surface" / "*.parquet").height == 32
+        else:
+            path = (out / "surface" / "*.parquet").as_posix()
+            assert reader.sql(f"select count(*) from '{path}'").fetchone()[0] == 32
+
+
+@pytest.mark.parametrize("shard_size", [1, 7, 2048])
+def test_shard_size_does_not_change_a_single_number(tmp_path, tiny_run, shard_size):
+    reference = sorted_surface(sweep.load_surface(tiny_run[0]))
+    sweep.run(tiny(shard_size=shard_size), tmp_path / "out")
+    got = sorted_surface(sweep.load_surface(tmp_path / "out"))
+    pd.testing.assert_frame_equal(got, reference, check_exact=True)
+    fits = sorted_surface(sweep.load_fits(tmp_path / "out"))
+    pd.testing.assert_frame_equal(fits, sorted_surface(sweep.load_fits(tiny_run[0])),
+                                  check_exact=True)
+
+
+def test_rerun_computes_nothing_and_missing_or_corrupt_shards_are_redone(tmp_path, tiny_run):
+    out = tmp_path / "out"
+    sweep.run(tiny(), out)
+    again = sweep.run(tiny(), out)
+    assert (again.already_done, again.computed) == (6, 0)
+    (out / "surface" / "shard-00002.parquet").unlink()
+    path = out / "fits" / "shard-00004.parquet"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # truncated on disk
+    state = sweep.status(out)
+    assert state.missing == [2] and list(state.corrupt) == [4] and state.done == 4
+    report = sweep.run(tiny(), out)
+    assert report.computed == 2 and report.recomputed_corrupt == [4]
+    pd.testing.assert_frame_equal(
+        sorted_surface(sweep.load_surface(out)), sorted_surface(sweep.load_surface(tiny_run[0]))
+    )
+
+
+def test_another_sweep_in_the_same_directory_is_refused_naming_the_change(tmp_path, tiny_run):
+    out = tmp_path / "out"
+    sweep.run(tiny(), out)
+    before = sorted(p.name for p in out.rglob("*"))
+    with pytest.raises(SweepError, match=r"differs in .*seed"):
+        sweep.run(tiny(seed=12), out)
+    with pytest.raises(SweepError, match=r"grid\[0\]\.n_m"):
+        sweep.run(tiny(grid={**tiny()["grid"], "n_m": [0, 10]}), out)
+    assert sorted(p.name for p in out.rglob("*")) == before
+
+
+def test_seed_changes_sampled_counts_but_not_expected_ones(tmp_path):
+    a = sweep.run(tiny(seed=1, shard_size=64), tmp_path / "a").out
+    b = sweep.run(tiny(seed=2, shard_size=64), tmp_path / "b").out
+    fa, fb = sweep.load_fits(a), sweep.load_fits(b)
+    assert not np.array_equal(fa.n_pos.to_numpy(), fb.n_pos.to_numpy())
+
+
+def test_published_tables_by_quadrature(tmp_path):
+    spec = yaml.safe_load((CONFIGS / "published-tables.yaml").read_text())
+    spec["method"] = "quadrature"
+    sweep.run(spec, tmp_path / "out")
+    surface = sweep.load_surface(tmp_path / "out")
+    published = pd.read_csv(REFERENCE / "published_eps.csv")
+    merged = published.merge(surface, on=["alpha", "rho", "eta", "n_phi", "n_m", "gamma"],
+                             suffixes=("_published", ""))
+    assert len(merged) == len(published) == 112
+    assert np.max(np.abs(merged.eps - merged.eps_published)) <= 0.002
+
+
+def test_fault_hook_flags_nonfinite_fits_instead_of_averaging_them(tmp_path):
+    def poison(fits):
+        post_mean = np.array(fits.post_mean, copy=True)
+        post_mean[::4] = np.nan
+        post_sd = np.array(fits.post_sd, copy=True)
+        post_sd[1::4] = np.inf
+        return fits._replace(post_mean=post_mean, post_sd=post_sd)
+
+    sweep.run(tiny(shard_size=64), tmp_path / "out", fault=poison)
+    fits = sweep.load_fits(tmp_path / "out")
+    assert (~fits.finite).sum() == 24
+    surface = sweep.load_surface(tmp_path / "out", gamma=0.05)
+    assert surface.nonfinite.sum() == 24 and np.isfinite(surface.sd_mean).all()
