@@ -56,7 +56,8 @@ class ConfigurationSummary(NamedTuple):
         sd_sd: SD over replicates of the posterior SD; NaN for R = 1.
         coverage: share of replicates whose interval holds the true α.
         coverage_mcse: √(coverage·(1 − coverage)/R).
-        eps: ``(C, G)`` ε_γ = √2·z₁₋γ/₂·σ̄, or exactly 1 where there is no evidence.
+        eps: ``(C, G)`` ε = √2·σ̄·(z₁₋γ/₂ + z_power), or exactly 1 where there is no
+            evidence; at power ½ this is the published ε_γ = √2·z₁₋γ/₂·σ̄.
         rhat_max: worst R-hat over replicates (NaN if none was sampled).
         ess_min: smallest bulk ESS over replicates (NaN if none was sampled).
         divergences: total divergent transitions.
@@ -90,7 +91,11 @@ def _nan_std(x, finite, count):
 
 
 def summarize_configurations(
-    true_alpha: Array, fits: FitResults, gammas: Array, no_evidence: Array
+    true_alpha: Array,
+    fits: FitResults,
+    gammas: Array,
+    no_evidence: Array,
+    powers: Array = 0.5,
 ) -> ConfigurationSummary:
     """Summaries of C configurations from their ``(C, R)`` fits.
 
@@ -99,6 +104,8 @@ def summarize_configurations(
         fits: per-fit results, each ``(C, R)``.
         gammas: ``(G,)`` significance levels.
         no_evidence: ``(C,)`` True where N_Φ = N_M = 0 (ε is then 1 by convention).
+        powers: ``(G,)`` or scalar: the power each ε is for, paired with
+            ``gammas`` (0.5, the default, gives the published ε).
     """
     finite = jnp.isfinite(fits.post_mean) & jnp.isfinite(fits.post_sd)
     count = jnp.sum(finite, axis=1)
@@ -112,7 +119,9 @@ def summarize_configurations(
     sd_mean = mean(fits.post_sd)
     covered = (fits.ci_low <= true_alpha[:, None]) & (true_alpha[:, None] <= fits.ci_high)
     coverage = mean(covered.astype(sd_mean.dtype))
-    eps = epsilon(sd_mean[:, None], jnp.asarray(gammas)[None, :])
+    gammas = jnp.asarray(gammas)
+    powers = jnp.broadcast_to(jnp.asarray(powers, gammas.dtype), gammas.shape)
+    eps = epsilon(sd_mean[:, None], gammas[None, :], powers[None, :])
     eps = jnp.where(jnp.asarray(no_evidence)[:, None], 1.0, eps)
     sampled = finite & jnp.isfinite(fits.rhat)
     any_sampled = jnp.any(sampled, axis=1)

@@ -240,6 +240,7 @@ class SweepSpec(_Strict):
     sampler: SamplerSettings = SamplerSettings()
     interval: float = Field(0.95, gt=0.0, lt=1.0)
     gamma: tuple[Annotated[float, Field(gt=0.0, lt=1.0)], ...] = (0.05,)
+    power: tuple[Annotated[float, Field(ge=0.5, lt=1.0)], ...] = (0.5,)
     grid: tuple[GridBlock, ...]
     shard_size: int = Field(2048, ge=1, le=1_000_000)
 
@@ -252,13 +253,16 @@ class SweepSpec(_Strict):
             raise SweepError("grid: the list of blocks is empty; give at least one block")
         return raw
 
-    @field_validator("gamma", mode="before")
+    @field_validator("gamma", "power", mode="before")
     @classmethod
-    def _gamma_list(cls, raw: Any) -> Any:
+    def _level_list(cls, raw: Any, info) -> Any:
         if isinstance(raw, int | float) and not isinstance(raw, bool):
             return (raw,)
         if isinstance(raw, list) and not raw:
-            raise SweepError("gamma: the list is empty; give at least one level in (0, 1)")
+            allowed = "(0, 1)" if info.field_name == "gamma" else "[0.5, 1)"
+            raise SweepError(
+                f"{info.field_name}: the list is empty; give at least one level in {allowed}"
+            )
         return raw
 
     @model_validator(mode="after")
@@ -268,8 +272,10 @@ class SweepSpec(_Strict):
                 f"replicates: {self.replicates} is not allowed with counts 'expected' "
                 "(expected counts are one replicate); use 1, or counts 'sampled'"
             )
-        if len(set(self.gamma)) != len(self.gamma):
-            raise SweepError(f"gamma: {list(self.gamma)} repeats a level")
+        for field in ("gamma", "power"):
+            levels = getattr(self, field)
+            if len(set(levels)) != len(levels):
+                raise SweepError(f"{field}: {list(levels)} repeats a level")
         return self
 
     def configurations_upper_bound(self) -> int:

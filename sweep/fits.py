@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels.counts import Counts, replicate_key
+from kernels.counts import Counts, Design, draw_counts, expected_counts, replicate_key
 from kernels.logdensity import position_size
 from kernels.nuts import NUTSSettings, sample_fit, sampler_key, summarize_draws
 from kernels.quadrature import MODEL_KINDS, QuadratureRule, model_kind, posterior_summary
@@ -26,7 +26,14 @@ from kernels.summaries import FitResults
 
 Method = Literal["nuts", "quadrature"]
 
-__all__ = ["MIN_CHUNK", "fit_lanes", "lane_keys", "nuts_chunk_size", "difficulty"]
+__all__ = [
+    "MIN_CHUNK",
+    "fit_lanes",
+    "lane_counts",
+    "lane_keys",
+    "nuts_chunk_size",
+    "difficulty",
+]
 
 #: Chunks are powers of two of at least this many lanes. XLA on CPU compiles
 #: batches under 64 lanes differently (seen: last-bit differences in the
@@ -126,7 +133,7 @@ def fit_lanes(
         else:
             size = chunk_size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts)
-        size = min(size, max(MIN_CHUNK, 1 << (len(index) - 1).bit_length()))
+        size = min(size, _bucket(len(index)))
         for piece, padded in _chunks(index, size):
             lanes = _take(counts, padded)
             n = len(piece)
@@ -160,9 +167,48 @@ def fit_lanes(
     return FitResults(**out)
 
 
+def _bucket(n: int) -> int:
+    """Lanes a batch of ``n`` is padded to: a power of two, at least :data:`MIN_CHUNK`."""
+    return max(MIN_CHUNK, 1 << (max(n, 1) - 1).bit_length())
+
+
+def _padded_call(fn, n: int, *trees):
+    """``fn`` (jitted, vmapped) on lane trees padded to :func:`_bucket` lanes; the first n back.
+
+    Padding keeps results bit-identical whatever the batch size (see MIN_CHUNK)
+    and bounds the number of compiled shapes.
+    """
+    size = _bucket(n)
+
+    def pad(x):
+        x = jnp.asarray(x)
+        return jnp.concatenate([x, jnp.repeat(x[:1], size - n, axis=0)]) if size > n else x
+
+    out = fn(*jax.tree.map(pad, trees))
+    return jax.tree.map(lambda x: x[:n], out)
+
+
+@cache
+def _keys_fn(seed: int):
+    base = jax.random.key(seed)
+    return jax.jit(jax.vmap(lambda w, r: replicate_key(base, w, r)))
+
+
 def lane_keys(seed: int, config_words: np.ndarray, replicates: np.ndarray) -> jax.Array:
     """``(B,)`` replicate keys from the seed, ``(B, 2)`` uint32 config-id words and replicates."""
-    base = jax.random.key(seed)
-    return jax.vmap(lambda w, r: replicate_key(base, w, r))(
-        jnp.asarray(config_words, jnp.uint32), jnp.asarray(replicates, jnp.uint32)
-    )
+    words = np.asarray(config_words, np.uint32)
+    return _padded_call(_keys_fn(int(seed)), len(words), words, np.asarray(replicates, np.uint32))
+
+
+@cache
+def _counts_fn(mode: str):
+    if mode == "expected":
+        return jax.jit(jax.vmap(lambda key, design: expected_counts(design)))
+    return jax.jit(jax.vmap(draw_counts))
+
+
+def lane_counts(designs: Design, keys: jax.Array, mode: Literal["expected", "sampled"]) -> Counts:
+    """``(B,)`` NumPy counts of B lanes: rounded expected values, or drawn from each lane's key."""
+    n = int(np.shape(designs.alpha)[0])
+    counts = _padded_call(_counts_fn(mode), n, keys, designs)
+    return jax.tree.map(np.asarray, jax.device_get(counts))

@@ -66,6 +66,7 @@ def run_ray(
         address = address or os.environ.get("RAY_ADDRESS")
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
         started_here = True
+    running: list = []
     try:
         resources = ray.cluster_resources()
         options = task_options(resources.get("GPU", 0.0), workers_per_gpu)
@@ -73,12 +74,13 @@ def run_ray(
         limit = max_in_flight or max(2, int(2 * resources.get("CPU", 1)))
         spec_ref = ray.put(spec)
         queue = list(reversed(shards))
-        running: list = []
         while queue or running:
             while queue and len(running) < limit:
                 running.append(task.remote(spec_ref, queue.pop(), fault=fault))
             done, running = ray.wait(running, num_returns=1)
             yield ray.get(done[0])
     finally:
+        for ref in running:  # the caller stopped early (an error, an interrupt): free the cluster
+            ray.cancel(ref)
         if started_here:
             ray.shutdown()

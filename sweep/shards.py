@@ -4,7 +4,7 @@
 configurations → counts (expected, or drawn from each replicate's own key) →
 fits (:func:`sweep.fits.fit_lanes`) → per-configuration summaries → two
 Arrow tables, ``fits`` (one row per configuration × replicate) and
-``surface`` (one row per configuration × γ). It reads and writes nothing.
+``surface`` (one row per configuration × γ × power). It reads and writes nothing.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from kernels.counts import Design, draw_counts, expected_counts
+from kernels.counts import Design
 from kernels.nuts import NUTSSettings
 from kernels.summaries import FitResults, summarize_configurations
 from sweep.config import SweepSpec
-from sweep.fits import fit_lanes, lane_keys
+from sweep.fits import fit_lanes, lane_counts, lane_keys
 from sweep.grid import id_words
 
 __all__ = [
@@ -69,6 +69,7 @@ SURFACE_COLUMNS = (
     "method",
     "replicates",
     "gamma",
+    "power",
     "eps",
     "sd_mean",
     "sd_sd",
@@ -103,7 +104,7 @@ class ShardResult(NamedTuple):
     Attributes:
         index: the shard's number.
         fits: one row per (configuration, replicate), columns :data:`FIT_COLUMNS`.
-        surface: one row per (configuration, γ), columns :data:`SURFACE_COLUMNS`.
+        surface: one row per (configuration, γ, power), columns :data:`SURFACE_COLUMNS`.
         node: where it ran (host name, and Ray node id when under Ray).
         seconds: wall-clock time spent computing it.
     """
@@ -147,15 +148,6 @@ def _designs(configurations: pd.DataFrame, replicates: int) -> Design:
     )
 
 
-def _lane_counts(spec: SweepSpec, configurations: pd.DataFrame, keys: jax.Array):
-    designs = _designs(configurations, spec.replicates)
-    if spec.counts == "expected":
-        counts = jax.vmap(expected_counts)(designs)
-    else:
-        counts = jax.vmap(draw_counts)(keys, designs)
-    return jax.tree.map(np.asarray, jax.device_get(counts))
-
-
 def _node_name() -> str:
     name = socket.gethostname()
     try:
@@ -195,7 +187,7 @@ def run_shard(
     words = np.repeat(id_words(configs["config_id"].to_numpy()), r, axis=0)
     replicate = np.tile(np.arange(r), c)
     keys = lane_keys(spec.seed, words, replicate)
-    counts = _lane_counts(spec, configs, keys)
+    counts = lane_counts(_designs(configs, r), keys, spec.counts)
     fits = fit_lanes(
         counts, keys, spec.method, level=spec.interval, nuts=nuts_settings(spec), on_chunk=on_fits
     )
@@ -206,13 +198,19 @@ def run_shard(
     fits = fits._replace(post_mean=np.where(finite, fits.post_mean, np.nan))
     fits_table = _fits_table(configs, replicate, counts, fits, finite)
     per_config = FitResults(*(np.asarray(x).reshape(c, r) for x in fits))
+    gammas, powers = (
+        np.asarray(v, np.float64).ravel()
+        for v in np.meshgrid(spec.gamma, spec.power, indexing="ij")
+    )
     summary = summarize_configurations(
         configs["alpha"].to_numpy(float),
         per_config,
-        np.asarray(spec.gamma),
+        gammas,
         ((configs["n_phi"] == 0) & (configs["n_m"] == 0)).to_numpy(),
+        powers,
     )
-    surface = _surface_table(spec, shard.index, configs, jax.tree.map(np.asarray, summary))
+    summary = jax.tree.map(np.asarray, summary)
+    surface = _surface_table(spec, shard.index, configs, gammas, powers, summary)
     return ShardResult(shard.index, fits_table, surface, _node_name(), time.perf_counter() - start)
 
 
@@ -233,15 +231,18 @@ def _fits_table(configs, replicate, counts, fits: FitResults, finite) -> pa.Tabl
     return pa.table({name: columns[name] for name in FIT_COLUMNS})
 
 
-def _surface_table(spec: SweepSpec, index: int, configs: pd.DataFrame, summary) -> pa.Table:
-    g = len(spec.gamma)
+def _surface_table(
+    spec: SweepSpec, index: int, configs: pd.DataFrame, gammas, powers, summary
+) -> pa.Table:
+    g = len(gammas)  # one row per configuration and (γ, power) pair
     per_config = {name: configs[name].to_numpy() for name in configs.columns}
     columns = {name: np.repeat(values, g) for name, values in per_config.items()}
     columns["n_rho_eta"] = pd.array(np.repeat(configs["n_rho_eta"].to_numpy(), g), "Int64")
     columns["counts"] = [spec.counts] * (len(configs) * g)
     columns["method"] = [spec.method] * (len(configs) * g)
     columns["replicates"] = np.full(len(configs) * g, spec.replicates, np.int32)
-    columns["gamma"] = np.tile(np.asarray(spec.gamma, np.float64), len(configs))
+    columns["gamma"] = np.tile(gammas, len(configs))
+    columns["power"] = np.tile(powers, len(configs))
     columns["eps"] = np.asarray(summary.eps, np.float64).reshape(-1)
     for name in summary._fields:
         if name != "eps":

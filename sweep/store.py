@@ -111,7 +111,8 @@ class Store:
         return self.out / table / f"shard-{index:05d}.parquet"
 
     def _expected_rows(self, table: str, index: int) -> int:
-        per_config = len(self.spec.gamma) if table == "surface" else self.spec.replicates
+        levels = len(self.spec.gamma) * len(self.spec.power)
+        per_config = levels if table == "surface" else self.spec.replicates
         return self.shard_rows[index] * per_config
 
     def shard_state(self, index: int) -> ShardState:
