@@ -192,7 +192,10 @@ def _bulk_ess(alpha: np.ndarray) -> np.ndarray:
 
 
 def summarize_draws(alpha: np.ndarray, level: float) -> DrawSummary:
-    """Mean, SD, central ``level`` interval, split R-hat and bulk ESS of ``(B, chains, samples)``."""
+    """Mean, SD, central ``level`` interval, split R-hat and bulk ESS of α.
+
+    ``alpha`` has shape ``(B, chains, samples)``; every output is ``(B,)``.
+    """
     alpha = np.asarray(alpha, dtype=np.float64)
     b = alpha.shape[0]
     flat = alpha.reshape(b, -1)

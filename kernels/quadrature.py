@@ -482,8 +482,9 @@ def posterior_summary(
         lo, hi, centre, scale, _ = _to_logit(0.0, 1.0, centre, scale, ())
         # The stand-in's mode may sit off the exact one; the window is still
         # right because it is probed on the exact log-marginal, both ways.
-        panels = _probed_panels(log_f, lo, hi, centre, scale, (), rule.alpha_nodes,
-                                rule.drop, logit=True)
+        panels = _probed_panels(
+            log_f, lo, hi, centre, scale, (), rule.alpha_nodes, rule.drop, logit=True
+        )
     log_post = alpha_log_marginal(panels.x, counts, kind, rule) + panels.log_w
     top = jnp.max(log_post)
     weights = jnp.exp(log_post - top)

@@ -45,9 +45,17 @@ def sample_designs(n: int, seed: int) -> Design:
     rates = np.array([0.55, 0.65, 0.75, 0.85, 0.95])
     alpha = r.choice(np.linspace(0.1, 0.9, 9), n)
     n_phi = r.choice(sizes, n)
-    return Design(alpha=alpha, rho=r.choice(rates, n), eta=r.choice(rates, n), n_phi=n_phi,
-                  n_rho_eta=n_phi, psi=alpha, n_m=r.choice(metric, n),
-                  shared_paired=np.ones(n, bool), rho_eta_known=np.zeros(n, bool))
+    return Design(
+        alpha=alpha,
+        rho=r.choice(rates, n),
+        eta=r.choice(rates, n),
+        n_phi=n_phi,
+        n_rho_eta=n_phi,
+        psi=alpha,
+        n_m=r.choice(metric, n),
+        shared_paired=np.ones(n, bool),
+        rho_eta_known=np.zeros(n, bool),
+    )
 
 
 def lanes(design: Design, seed: int):
@@ -66,23 +74,38 @@ def timed(fn):
 
 def throughput(n: int, seed: int, settings: NUTSSettings) -> dict:
     counts, keys = lanes(sample_designs(n, seed), seed)
-    fit_lanes(jax.tree.map(lambda x: x[:8], counts), keys[:8], "quadrature", chunk_size=min(n, 1024))
+    fit_lanes(
+        jax.tree.map(lambda x: x[:8], counts), keys[:8], "quadrature", chunk_size=min(n, 1024)
+    )
     _, quad_s = timed(lambda: fit_lanes(counts, keys, "quadrature", chunk_size=min(n, 1024)))
-    fit_lanes(jax.tree.map(lambda x: x[:1], counts), keys[:1], "nuts", nuts=settings,
-              chunk_size=min(n, 1024))
-    _, nuts_s = timed(lambda: fit_lanes(counts, keys, "nuts", nuts=settings,
-                                        chunk_size=min(n, 1024)))
-    return {"fits": n, "quadrature_per_s": n / quad_s, "nuts_fits_per_s": n / nuts_s,
-            "quadrature_s": quad_s, "nuts_s": nuts_s}
+    fit_lanes(
+        jax.tree.map(lambda x: x[:1], counts),
+        keys[:1],
+        "nuts",
+        nuts=settings,
+        chunk_size=min(n, 1024),
+    )
+    _, nuts_s = timed(
+        lambda: fit_lanes(counts, keys, "nuts", nuts=settings, chunk_size=min(n, 1024))
+    )
+    return {
+        "fits": n,
+        "quadrature_per_s": n / quad_s,
+        "nuts_fits_per_s": n / nuts_s,
+        "quadrature_s": quad_s,
+        "nuts_s": nuts_s,
+    }
 
 
 def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
     counts, keys = lanes(sample_designs(n, seed), seed)
     recorded = settings._replace(record_steps=True)
     out = {}
-    for name, order in (("input_order", np.arange(n)),
-                        ("difficulty_order", np.argsort(difficulty(counts), kind="stable"))):
-        c = jax.tree.map(lambda x: x[order], counts)
+    for name, order in (
+        ("input_order", np.arange(n)),
+        ("difficulty_order", np.argsort(difficulty(counts), kind="stable")),
+    ):
+        c = jax.tree.map(lambda x, order=order: x[order], counts)
         from sweep.fits import _nuts_fn  # the compiled kernel the driver uses
 
         draws = jax.device_get(_nuts_fn(3, recorded)(keys[order], c))
@@ -106,10 +129,16 @@ def baseline(n: int, seed: int, settings: NUTSSettings) -> dict:
     eps_exact = np.asarray(epsilon(exact.post_sd, 0.05))
     conventional_eps, start = [], time.perf_counter()
     for i in range(n):
-        c = jax.tree.map(lambda x: jnp.asarray(x[i]), counts)
+        c = jax.tree.map(lambda x, i=i: jnp.asarray(x[i]), counts)
         kernel = NUTS(potential_fn=lambda z, c=c: -logdensity(z, c))
-        mcmc = MCMC(kernel, num_warmup=2000, num_samples=10000, num_chains=5,
-                    chain_method="sequential", progress_bar=False)
+        mcmc = MCMC(
+            kernel,
+            num_warmup=2000,
+            num_samples=10000,
+            num_chains=5,
+            chain_method="sequential",
+            progress_bar=False,
+        )
         mcmc.run(jax.random.key(i), init_params=jnp.zeros((5, 3)))
         draws = jax.nn.sigmoid(mcmc.get_samples()[:, 0])
         conventional_eps.append(float(epsilon(jnp.std(draws, ddof=1), 0.05)))
@@ -141,7 +170,8 @@ def main(argv=None) -> None:
     result = {
         "device": f"{device.platform}: {device.device_kind}",
         "host": platform.processor() or platform.machine(),
-        "jax": jax.__version__, "numpyro": numpyro.__version__,
+        "jax": jax.__version__,
+        "numpyro": numpyro.__version__,
         "command": "python scripts/bench_kernels.py " + " ".join(argv or []),
         "nuts_settings": settings._asdict(),
         "throughput": [throughput(n, args.seed, settings) for n in args.sizes],

@@ -39,8 +39,14 @@ def design(**fields) -> Design:
 
 
 def published_counts(frame: pd.DataFrame) -> Counts:
-    d = design(alpha=frame.alpha.values, rho=frame.rho.values, eta=frame.eta.values,
-               n_phi=frame.n_phi.values, n_rho_eta=frame.n_rho_eta.values, n_m=frame.n_m.values)
+    d = design(
+        alpha=frame.alpha.values,
+        rho=frame.rho.values,
+        eta=frame.eta.values,
+        n_phi=frame.n_phi.values,
+        n_rho_eta=frame.n_rho_eta.values,
+        n_m=frame.n_m.values,
+    )
     return jax.tree.map(np.asarray, jax.vmap(expected_counts)(d))
 
 
@@ -53,9 +59,16 @@ def counts(**fields) -> Counts:
         return np.broadcast_to(np.asarray(fields.get(name, default), float), (b,)).copy()
 
     return Counts(
-        n_pos=get("n_pos"), n_phi=get("n_phi"), n_tp=get("n_tp"), n_pos_paired=get("n_pos_paired"),
-        n_tn=get("n_tn"), n_neg_paired=get("n_neg_paired"), m_pos=get("m_pos"), n_m=n,
-        rho=get("rho"), eta=get("eta"),
+        n_pos=get("n_pos"),
+        n_phi=get("n_phi"),
+        n_tp=get("n_tp"),
+        n_pos_paired=get("n_pos_paired"),
+        n_tn=get("n_tn"),
+        n_neg_paired=get("n_neg_paired"),
+        m_pos=get("m_pos"),
+        n_m=n,
+        rho=get("rho"),
+        eta=get("eta"),
         rho_eta_known=np.broadcast_to(np.asarray(fields.get("rho_eta_known", False)), (b,)).copy(),
     )
 
@@ -73,10 +86,19 @@ def random_counts(n: int, seed: int) -> Counts:
     edge = r.random(n) < 0.08
     alpha[edge] = r.choice([0.0, 1.0], edge.sum())
     rho = np.where(r.random(n) < 0.1, 1.0, r.uniform(0.3, 1, n))
-    eta = np.where(r.random(n) < 0.1, np.clip(1 - rho - r.uniform(0, 0.2, n), 0, 1),
-                   r.uniform(0.3, 1, n))
-    d = design(alpha=alpha, rho=rho, eta=eta, n_phi=size(6, 0.12), n_rho_eta=size(6, 0.12),
-               psi=r.uniform(0, 1, n), n_m=size(7, 0.05), shared_paired=r.random(n) < 0.6,
-               rho_eta_known=np.zeros(n, bool))
+    eta = np.where(
+        r.random(n) < 0.1, np.clip(1 - rho - r.uniform(0, 0.2, n), 0, 1), r.uniform(0.3, 1, n)
+    )
+    d = design(
+        alpha=alpha,
+        rho=rho,
+        eta=eta,
+        n_phi=size(6, 0.12),
+        n_rho_eta=size(6, 0.12),
+        psi=r.uniform(0, 1, n),
+        n_m=size(7, 0.05),
+        shared_paired=r.random(n) < 0.6,
+        rho_eta_known=np.zeros(n, bool),
+    )
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(np.arange(n))
     return jax.tree.map(np.asarray, jax.vmap(draw_counts)(keys, d))

@@ -23,8 +23,18 @@ def one(c, i=0):
 
 
 def test_matches_the_plain_formula_up_to_a_constant():
-    c = one(counts(n_pos=30, n_phi=50, n_tp=20, n_pos_paired=30, n_tn=15, n_neg_paired=20,
-                   m_pos=700, n_m=1000))
+    c = one(
+        counts(
+            n_pos=30,
+            n_phi=50,
+            n_tp=20,
+            n_pos_paired=30,
+            n_tn=15,
+            n_neg_paired=20,
+            m_pos=700,
+            n_m=1000,
+        )
+    )
     xs = jax.random.normal(jax.random.key(0), (50, 3))
     diff = jax.vmap(lambda x: logdensity(x, c) - naive(x, c))(xs)
     assert float(jnp.max(diff) - jnp.min(diff)) < 1e-9
@@ -39,9 +49,18 @@ def test_matches_the_plain_formula_up_to_a_constant():
     frac=st.floats(0, 1),
 )
 def test_finite_everywhere(x, n_phi, paired, n_m, frac):
-    c = one(counts(n_pos=np.floor(frac * n_phi), n_phi=n_phi, n_tp=np.floor(frac * paired[0]),
-                   n_pos_paired=paired[0], n_tn=paired[1], n_neg_paired=paired[1],
-                   m_pos=np.floor(frac * n_m), n_m=n_m))
+    c = one(
+        counts(
+            n_pos=np.floor(frac * n_phi),
+            n_phi=n_phi,
+            n_tp=np.floor(frac * paired[0]),
+            n_pos_paired=paired[0],
+            n_tn=paired[1],
+            n_neg_paired=paired[1],
+            m_pos=np.floor(frac * n_m),
+            n_m=n_m,
+        )
+    )
     value, grad = jax.value_and_grad(logdensity)(jnp.array(x), c)
     assert np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad)))
 
@@ -54,14 +73,28 @@ def test_known_metric_edges_are_finite():
 
 
 def test_float32_keeps_differences_accurate_at_large_counts():
-    c = one(counts(n_pos=3e5, n_phi=5e5, n_tp=2e5, n_pos_paired=3e5, n_tn=1.5e5,
-                   n_neg_paired=2e5, m_pos=5.4e6, n_m=1e7))
+    c = one(
+        counts(
+            n_pos=3e5,
+            n_phi=5e5,
+            n_tp=2e5,
+            n_pos_paired=3e5,
+            n_tn=1.5e5,
+            n_neg_paired=2e5,
+            m_pos=5.4e6,
+            n_m=1e7,
+        )
+    )
     c32 = jax.tree.map(lambda v: v.astype(jnp.float32) if v.dtype == jnp.float64 else v, c)
     base = jnp.array([0.405, 0.288, 0.288])
     steps = jax.random.normal(jax.random.key(1), (20, 3)) * 2e-3
     d64 = jax.vmap(lambda s: logdensity(base + s, c) - logdensity(base, c))(steps)
-    d32 = jax.vmap(lambda s: logdensity((base + s).astype(jnp.float32), c32)
-                   - logdensity(base.astype(jnp.float32), c32))(steps)
+    d32 = jax.vmap(
+        lambda s: (
+            logdensity((base + s).astype(jnp.float32), c32)
+            - logdensity(base.astype(jnp.float32), c32)
+        )
+    )(steps)
     # Centred, float32 keeps differences to ~0.2 nats at N_M = 1e7, the limit set by
     # float32 positions themselves; uncentred, the raw value ~1e7 would leave none.
     # Not enough for NUTS energies at that size: the runner uses float64.

@@ -13,11 +13,17 @@ pytestmark = pytest.mark.slow
 
 def test_nuts_agrees_with_quadrature():
     c = counts(
-        n_pos=[60, 30, 0, 300, 7], n_phi=[100, 50, 0, 500, 10],
-        n_tp=[42, 20, 0, 250, 5], n_pos_paired=[60, 30, 0, 300, 7],
-        n_tn=[28, 15, 0, 150, 2], n_neg_paired=[40, 20, 0, 200, 3],
-        m_pos=[5400, 120, 300, 60000, 40], n_m=[10**4, 200, 500, 10**5, 60],
-        rho=[0, 0, 0, 0, 0.9], eta=[0, 0, 0, 0, 0.8], rho_eta_known=[False] * 4 + [True],
+        n_pos=[60, 30, 0, 300, 7],
+        n_phi=[100, 50, 0, 500, 10],
+        n_tp=[42, 20, 0, 250, 5],
+        n_pos_paired=[60, 30, 0, 300, 7],
+        n_tn=[28, 15, 0, 150, 2],
+        n_neg_paired=[40, 20, 0, 200, 3],
+        m_pos=[5400, 120, 300, 60000, 40],
+        n_m=[10**4, 200, 500, 10**5, 60],
+        rho=[0, 0, 0, 0, 0.9],
+        eta=[0, 0, 0, 0, 0.8],
+        rho_eta_known=[False] * 4 + [True],
     )
     b = len(c.n_m)
     keys = lane_keys(1, np.stack([np.arange(b), np.zeros(b)], 1), np.zeros(b))
@@ -34,8 +40,16 @@ def test_nuts_agrees_with_quadrature():
 
 
 def test_nuts_is_deterministic_and_independent_of_batch():
-    c = counts(n_pos=[60, 30], n_phi=[100, 50], n_tp=[42, 20], n_pos_paired=[60, 30],
-               n_tn=[28, 15], n_neg_paired=[40, 20], m_pos=[540, 120], n_m=[1000, 200])
+    c = counts(
+        n_pos=[60, 30],
+        n_phi=[100, 50],
+        n_tp=[42, 20],
+        n_pos_paired=[60, 30],
+        n_tn=[28, 15],
+        n_neg_paired=[40, 20],
+        m_pos=[540, 120],
+        n_m=[1000, 200],
+    )
     keys = lane_keys(5, np.array([[1, 0], [2, 0]]), np.zeros(2))
     settings = NUTSSettings(chains=2, warmup=100, samples=100)
     both = fit_lanes(c, keys, "nuts", nuts=settings)

@@ -9,8 +9,9 @@ from tests.kernels.helpers import counts, published_counts, published_table, ran
 
 
 def summarize(c, kind, rule=QuadratureRule(), level=0.95):
-    return jax.tree.map(np.asarray, jax.jit(jax.vmap(
-        lambda x: posterior_summary(x, kind, level, rule)))(c))
+    return jax.tree.map(
+        np.asarray, jax.jit(jax.vmap(lambda x: posterior_summary(x, kind, level, rule)))(c)
+    )
 
 
 def test_beta_kind_is_the_beta_posterior():
@@ -24,14 +25,26 @@ def test_beta_kind_is_the_beta_posterior():
 
 
 def test_known_kind_matches_adaptive_integration():
-    c = counts(n_pos=[3, 60, 0], n_phi=[10, 100, 0], m_pos=[400, 5400, 37], n_m=[1000, 10**4, 50],
-               rho=[0.9, 0.7, 0.95], eta=[0.8, 0.7, 0.6], rho_eta_known=True)
+    c = counts(
+        n_pos=[3, 60, 0],
+        n_phi=[10, 100, 0],
+        m_pos=[400, 5400, 37],
+        n_m=[1000, 10**4, 50],
+        rho=[0.9, 0.7, 0.95],
+        eta=[0.8, 0.7, 0.6],
+        rho_eta_known=True,
+    )
     s = summarize(c, "known")
     for i in range(3):
+
         def dens(a, k=0, i=i):
             p = a * c.rho[i] + (1 - a) * (1 - c.eta[i])
-            return a**k * stats.beta.pdf(a, c.n_pos[i] + 1, c.n_phi[i] - c.n_pos[i] + 1) * \
-                stats.binom.pmf(c.m_pos[i], c.n_m[i], p)
+            return (
+                a**k
+                * stats.beta.pdf(a, c.n_pos[i] + 1, c.n_phi[i] - c.n_pos[i] + 1)
+                * stats.binom.pmf(c.m_pos[i], c.n_m[i], p)
+            )
+
         z = integrate.quad(dens, 0, 1, epsabs=0, epsrel=1e-12, limit=500)[0]
         m = integrate.quad(lambda a: dens(a, 1), 0, 1, epsabs=0, epsrel=1e-12, limit=500)[0] / z
         v = integrate.quad(lambda a: dens(a, 2), 0, 1, epsabs=0, epsrel=1e-12, limit=500)[0] / z
@@ -51,8 +64,15 @@ def test_published_eps_within_0_002():
 
 
 def test_full_kind_without_metric_data_is_the_beta():
-    c = counts(n_pos=[40, 0], n_phi=[100, 0], n_tp=[10, 3], n_pos_paired=[20, 9], n_tn=[5, 0],
-               n_neg_paired=[30, 0], n_m=0)
+    c = counts(
+        n_pos=[40, 0],
+        n_phi=[100, 0],
+        n_tp=[10, 3],
+        n_pos_paired=[20, 9],
+        n_tn=[5, 0],
+        n_neg_paired=[30, 0],
+        n_m=0,
+    )
     s = summarize(c, "full")
     np.testing.assert_allclose(s.sd, stats.beta.std(c.n_pos + 1, c.n_phi - c.n_pos + 1), atol=1e-5)
 

@@ -15,10 +15,21 @@ def test_summaries_over_replicates():
     mean = 0.6 + r.normal(0, 0.05, (2, 400))
     sd = np.full((2, 400), 0.05)
     nan = np.full((2, 400), np.nan)
-    fits = FitResults(mean, sd, mean - 1.96 * sd, mean + 1.96 * sd, nan, nan,
-                      np.zeros((2, 400), int), nan, np.zeros((2, 400), int), np.ones((2, 400), bool))
-    s = summarize_configurations(np.array([0.6, 0.6]), fits, np.array([0.05, 0.1]),
-                                 np.array([False, True]))
+    fits = FitResults(
+        mean,
+        sd,
+        mean - 1.96 * sd,
+        mean + 1.96 * sd,
+        nan,
+        nan,
+        np.zeros((2, 400), int),
+        nan,
+        np.zeros((2, 400), int),
+        np.ones((2, 400), bool),
+    )
+    s = summarize_configurations(
+        np.array([0.6, 0.6]), fits, np.array([0.05, 0.1]), np.array([False, True])
+    )
     assert np.all(np.abs(np.asarray(s.bias_mean)) < 3 * np.asarray(s.bias_mcse))
     assert np.all(np.abs(np.asarray(s.coverage) - 0.95) < 3 * np.asarray(s.coverage_mcse) + 0.01)
     assert np.asarray(s.eps)[1].tolist() == [1.0, 1.0]
@@ -29,8 +40,9 @@ def test_nonfinite_fits_are_counted_not_averaged():
     mean = np.array([[0.5, np.nan, 0.7]])
     sd = np.array([[0.1, 0.1, 0.1]])
     ones, zeros = np.ones((1, 3)), np.zeros((1, 3), int)
-    fits = FitResults(mean, sd, mean - 0.2, mean + 0.2, ones, ones, zeros, ones, zeros,
-                      np.zeros((1, 3), bool))
+    fits = FitResults(
+        mean, sd, mean - 0.2, mean + 0.2, ones, ones, zeros, ones, zeros, np.zeros((1, 3), bool)
+    )
     s = summarize_configurations(np.array([0.6]), fits, np.array([0.05]), np.array([False]))
     assert int(np.asarray(s.nonfinite)[0]) == 1
     assert float(np.asarray(s.bias_mean)[0]) == pytest.approx(0.0)

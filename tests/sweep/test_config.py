@@ -19,8 +19,18 @@ def test_shipped_sweep_files_parse():
 
 
 def test_defaults_and_normalised_axes():
-    spec = load_sweep({"name": "d", "grid": {"alpha": 0.6, "rho": [0.7], "eta": "rho",
-                                             "n_phi": {"logspace": [1, 3, 3]}, "n_m": [0]}})
+    spec = load_sweep(
+        {
+            "name": "d",
+            "grid": {
+                "alpha": 0.6,
+                "rho": [0.7],
+                "eta": "rho",
+                "n_phi": {"logspace": [1, 3, 3]},
+                "n_m": [0],
+            },
+        }
+    )
     assert (spec.counts, spec.method, spec.replicates, spec.seed) == ("expected", "nuts", 1, 0)
     assert spec.gamma == (0.05,) and spec.interval == 0.95 and spec.shard_size == 2048
     block = spec.grid[0]
@@ -30,8 +40,13 @@ def test_defaults_and_normalised_axes():
 
 
 def test_generated_axes():
-    grid = {"alpha": {"range": [0.0, 1.05, 0.1]}, "rho": {"linspace": [0.5, 0.9, 5]},
-            "eta": "rho", "n_phi": {"linspace": [0, 10, 4]}, "n_m": {"range": [0, 3000, 1000]}}
+    grid = {
+        "alpha": {"range": [0.0, 1.05, 0.1]},
+        "rho": {"linspace": [0.5, 0.9, 5]},
+        "eta": "rho",
+        "n_phi": {"linspace": [0, 10, 4]},
+        "n_m": {"range": [0, 3000, 1000]},
+    }
     block = load_sweep({"name": "g", "grid": grid}).grid[0]
     assert block.alpha == tuple(round(0.1 * i, 12) for i in range(11))
     assert block.rho == (0.5, 0.6, 0.7, 0.8, 0.9)

@@ -28,16 +28,52 @@ def test_surface_and_fits_have_the_promised_columns(tiny_run):
     out, report = tiny_run
     assert (report.shards, report.computed, report.configurations) == (6, 6, 16)
     surface = sweep.load_surface(out)
-    for column in ("config_id", "alpha", "rho", "eta", "n_phi", "n_rho_eta", "rho_eta_known",
-                   "psi", "n_m", "counts", "method", "replicates", "gamma", "eps", "sd_mean",
-                   "sd_sd", "bias_mean", "bias_sd", "bias_mcse", "coverage", "coverage_mcse",
-                   "rhat_max", "ess_min", "divergences"):
+    for column in (
+        "config_id",
+        "alpha",
+        "rho",
+        "eta",
+        "n_phi",
+        "n_rho_eta",
+        "rho_eta_known",
+        "psi",
+        "n_m",
+        "counts",
+        "method",
+        "replicates",
+        "gamma",
+        "eps",
+        "sd_mean",
+        "sd_sd",
+        "bias_mean",
+        "bias_sd",
+        "bias_mcse",
+        "coverage",
+        "coverage_mcse",
+        "rhat_max",
+        "ess_min",
+        "divergences",
+    ):
         assert column in surface.columns, column
     assert len(surface) == 16 * 2  # one row per (configuration, gamma)
     fits = sweep.load_fits(out)
-    for column in ("config_id", "replicate", "n_pos", "n_tp", "n_pos_paired", "n_tn",
-                   "n_neg_paired", "m_pos", "post_mean", "post_sd", "ci_low", "ci_high", "rhat",
-                   "ess", "divergences"):
+    for column in (
+        "config_id",
+        "replicate",
+        "n_pos",
+        "n_tp",
+        "n_pos_paired",
+        "n_tn",
+        "n_neg_paired",
+        "m_pos",
+        "post_mean",
+        "post_sd",
+        "ci_low",
+        "ci_high",
+        "rhat",
+        "ess",
+        "divergences",
+    ):
         assert column in fits.columns, column
     assert len(fits) == 16 * 3 and not fits.duplicated(["config_id", "replicate"]).any()
     none = surface[(surface.n_phi == 0) & (surface.n_m == 0)]
@@ -77,8 +113,9 @@ def test_shard_size_does_not_change_a_single_number(tmp_path, tiny_run, shard_si
     got = sorted_surface(sweep.load_surface(tmp_path / "out"))
     pd.testing.assert_frame_equal(got, reference, check_exact=True)
     fits = sorted_surface(sweep.load_fits(tmp_path / "out"))
-    pd.testing.assert_frame_equal(fits, sorted_surface(sweep.load_fits(tiny_run[0])),
-                                  check_exact=True)
+    pd.testing.assert_frame_equal(
+        fits, sorted_surface(sweep.load_fits(tiny_run[0])), check_exact=True
+    )
 
 
 def test_rerun_computes_nothing_and_missing_or_corrupt_shards_are_redone(tmp_path, tiny_run):
@@ -122,8 +159,9 @@ def test_published_tables_by_quadrature(tmp_path):
     sweep.run(spec, tmp_path / "out")
     surface = sweep.load_surface(tmp_path / "out")
     published = pd.read_csv(REFERENCE / "published_eps.csv")
-    merged = published.merge(surface, on=["alpha", "rho", "eta", "n_phi", "n_m", "gamma"],
-                             suffixes=("_published", ""))
+    merged = published.merge(
+        surface, on=["alpha", "rho", "eta", "n_phi", "n_m", "gamma"], suffixes=("_published", "")
+    )
     assert len(merged) == len(published) == 112
     assert np.max(np.abs(merged.eps - merged.eps_published)) <= 0.002
 
