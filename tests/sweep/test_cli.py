@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 
-import pandas as pd
 import pytest
 import yaml
 
-import sweep
 from sweep.cli import main
 
-from .helpers import REPO, sorted_surface, tiny
+from .helpers import REPO, tiny
 
 
 def write_sweep(path, sweep_dict) -> str:
@@ -25,8 +21,9 @@ def write_sweep(path, sweep_dict) -> str:
 
 def cli(*args, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "sweep", *args], capture_output=True,
-                          text=True, env=env, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "sweep", *args], capture_output=True, text=True, env=env, **kwargs
+    )
 
 
 BAD = [
@@ -62,7 +59,9 @@ def test_bad_options_exit_2(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert err.startswith("sweep: error: ") and "\n" not in err, err
     assert not (tmp_path / "o").exists()
-    big = write_sweep(tmp_path / "big.yaml", tiny(grid={**tiny()["grid"], "n_m": {"range": [0, 10**6, 1]}}))
+    big = write_sweep(
+        tmp_path / "big.yaml", tiny(grid={**tiny()["grid"], "n_m": {"range": [0, 10**6, 1]}})
+    )
     assert main(["run", big, "--out", str(tmp_path / "o")]) == 2
     assert "--max-configurations" in capsys.readouterr().err
 
@@ -75,45 +74,41 @@ def test_run_status_show_plot_through_the_console(tmp_path):
     assert "2 computed" in done.stdout
     state = cli("status", str(out))
     assert state.returncode == 0 and "2 done, 0 to do, 0 corrupt" in state.stdout
-    show = cli("show", str(out), "--rows", "n_phi", "--cols", "n_m", "--value", "eps",
-               "--where", "alpha=0.6", "rho=0.7", "gamma=0.05")
+    show = cli(
+        "show",
+        str(out),
+        "--rows",
+        "n_phi",
+        "--cols",
+        "n_m",
+        "--value",
+        "eps",
+        "--where",
+        "alpha=0.6",
+        "rho=0.7",
+        "gamma=0.05",
+    )
     assert show.returncode == 0, show.stderr
     assert show.stdout.splitlines()[0].split() == ["n_phi\\n_m", "0", "1000"]
     assert show.stdout.splitlines()[1].split()[:2] == ["0", "1.000"]
     vague = cli("show", str(out), "--rows", "n_phi", "--cols", "n_m")
     assert vague.returncode == 2 and "--where must fix" in vague.stderr
     png = tmp_path / "eps.png"
-    plot = cli("plot", str(out), "--x", "n_m", "--lines", "n_phi", "--value", "eps",
-               "--where", "alpha=0.6", "rho=0.7", "gamma=0.05", "-o", str(png))
+    plot = cli(
+        "plot",
+        str(out),
+        "--x",
+        "n_m",
+        "--lines",
+        "n_phi",
+        "--value",
+        "eps",
+        "--where",
+        "alpha=0.6",
+        "rho=0.7",
+        "gamma=0.05",
+        "-o",
+        str(png),
+    )
     assert plot.returncode == 0, plot.stderr
     assert png.stat().st_size > 1000
-
-
-def test_sigkill_part_way_then_rerun_gives_the_uninterrupted_surface(tmp_path):
-    spec = tiny(shard_size=1)
-    path = write_sweep(tmp_path / "s.yaml", spec)
-    out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "sweep", "run", path, "--out", str(out),
-                             "--no-progress"], env={**os.environ, "PYTHONPATH": str(REPO)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if out.exists() and len(list((out / "surface").glob("shard-*.parquet"))) >= 3:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    written = len(list((out / "surface").glob("shard-*.parquet")))
-    assert 3 <= written < 16, "the kill should land part-way"
-    resumed = cli("run", path, "--out", str(out), "--no-progress")
-    assert resumed.returncode == 0, resumed.stderr
-    # A surface file is written last, so each one on disk marks a whole shard.
-    assert f"{written} already done, {16 - written} computed" in resumed.stdout
-    reference = tmp_path / "whole"
-    sweep.run(spec, reference)
-    got = sweep.load_surface(out)
-    assert not got.duplicated(["config_id", "gamma"]).any()
-    pd.testing.assert_frame_equal(sorted_surface(got),
-                                  sorted_surface(sweep.load_surface(reference)), check_exact=True)
-    fits = sweep.load_fits(out)
-    assert len(fits) == 16 * 3 and not fits.duplicated(["config_id", "replicate"]).any()

@@ -63,8 +63,8 @@ def _fits(out) -> pd.DataFrame:
 
 
 def _assert_same_results(out, reference) -> None:
-    pd.testing.assert_frame_equal(_surface(out), _surface(reference))
-    pd.testing.assert_frame_equal(_fits(out), _fits(reference))
+    pd.testing.assert_frame_equal(_surface(out), _surface(reference), check_exact=True)
+    pd.testing.assert_frame_equal(_fits(out), _fits(reference), check_exact=True)
 
 
 @pytest.fixture(scope="module")
