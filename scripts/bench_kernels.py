@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -164,6 +165,7 @@ def main(argv=None) -> None:
     parser.add_argument("--lockstep", type=int, default=64, help="fits for lock-step efficiency")
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     settings = NUTSSettings()
     device = jax.devices()[0]
@@ -172,7 +174,7 @@ def main(argv=None) -> None:
         "host": platform.processor() or platform.machine(),
         "jax": jax.__version__,
         "numpyro": numpyro.__version__,
-        "command": "python scripts/bench_kernels.py " + " ".join(argv or []),
+        "command": "python scripts/bench_kernels.py " + " ".join(argv),
         "nuts_settings": settings._asdict(),
         "throughput": [throughput(n, args.seed, settings) for n in args.sizes],
         "lockstep_efficiency": lockstep(args.lockstep, args.seed, settings),

@@ -15,7 +15,6 @@ import textwrap
 import time
 
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -27,8 +26,8 @@ from sweep.config import load_sweep
 from sweep.errors import SweepError
 from sweep.grid import expand_grid
 
-from .faults import lost_and_duplicated, record
-from .helpers import REPO, sorted_surface, tiny
+from .faults import check_against_reference, record, visible_files_are_whole
+from .helpers import REPO, tiny
 
 SPEC = tiny(shard_size=4)  # 16 configurations in 4 shards, 3 replicates each
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -46,35 +45,6 @@ def sweep_file(tmp_path):
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(SPEC))
     return path
-
-
-def check_against_reference(out, reference, fault: str) -> None:
-    """The directory's surface and fits equal the undisturbed run's, bit for bit."""
-    surface, fits = sweep.load_surface(out), sweep.load_fits(out)
-    lost_s, dup_s = lost_and_duplicated(surface, reference[0], "surface")
-    lost_f, dup_f = lost_and_duplicated(fits, reference[1], "fits")
-    same = len(surface) == len(reference[0]) and sorted_surface(surface).equals(
-        sorted_surface(reference[0])
-    )
-    same &= sorted_surface(fits).equals(sorted_surface(reference[1]))
-    record(fault, same and not (lost_s or dup_s or lost_f or dup_f), lost_s + lost_f, dup_s + dup_f)
-    assert (lost_s, dup_s, lost_f, dup_f) == (0, 0, 0, 0)
-    pd.testing.assert_frame_equal(
-        sorted_surface(surface), sorted_surface(reference[0]), check_exact=True
-    )
-    pd.testing.assert_frame_equal(
-        sorted_surface(fits), sorted_surface(reference[1]), check_exact=True
-    )
-
-
-def visible_files_are_whole(out) -> None:
-    """Every file a reader would pick up opens; temporaries are hidden."""
-    for table in ("surface", "fits"):
-        for path in (out / table).glob("*.parquet"):
-            pd.read_parquet(path)
-        assert not list((out / table).glob("shard-*.tmp"))
-        if list((out / table).glob("*.parquet")):
-            pd.read_parquet(out / table)
 
 
 def run_cli(sweep_file, out, *extra, **kwargs):
