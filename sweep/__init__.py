@@ -1,13 +1,15 @@
 """binmetric-sweep orchestration: sweep files → configurations → shards → fits → Parquet.
 
-The Python API is :func:`run`, :func:`status`, :func:`load_surface` and
-:func:`load_fits`; ``sweep`` on the command line is a thin layer over them.
+The Python API is :func:`run`, :func:`status`, :func:`load_surface`,
+:func:`load_fits` and :func:`plan` (a :class:`Plan`; more of the planner in
+``from sweep.plan import ...``); ``sweep`` on the command line is a thin layer over them.
 """
 
 __version__ = "0.1.0"
 
 from sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status  # noqa: E402
 from sweep.errors import SweepError  # noqa: E402
+from sweep.plan import Plan, plan  # noqa: E402  (the function shadows the submodule's name)
 
 __all__ = [
     "__version__",
@@ -16,6 +18,8 @@ __all__ = [
     "SweepStatus",
     "load_fits",
     "load_surface",
+    "Plan",
+    "plan",
     "run",
     "status",
 ]

@@ -33,8 +33,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``sweep`` parser with its subcommands run, status, show and plot."""
+    """The ``sweep`` parser with its subcommands run, status, show, plot and plan."""
     parser = _Parser(prog="sweep", description="Simulation sweeps of human + metric evaluation.")
     from sweep import __version__
 
@@ -77,7 +87,37 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--lines")
     plot.add_argument("--log-x", action=argparse.BooleanOptionalAction, default=None)
     plot.add_argument("--title")
+
+    plan = commands.add_parser(
+        "plan",
+        help="the cheapest human + metric ratings for a target ε (--eps) or budget (--budget)",
+    )
+    for name in ("alpha", "rho", "eta", "eps", "budget", "gamma", "power"):
+        plan.add_argument(f"--{name}", type=float)
+    plan.add_argument("--cost-human", type=float, help="price of a human rating (default 1)")
+    plan.add_argument("--cost-metric", type=float, help="price of a metric rating")
+    plan.add_argument("--n-rho-eta", metavar="shared|known|N", help="default shared")
+    plan.add_argument("--grid", metavar="PLAN.yaml", help="a YAML list of scenarios")
+    plan.add_argument("--replicates", type=_count, default=400, help="simulated campaigns (400)")
+    plan.add_argument("--seed", type=_count, default=0)
+    plan.add_argument("--json", action="store_true", help="one JSON object per scenario")
+    plan.add_argument("-o", "--output", metavar="FILE.png", help="draw the frontier")
     return parser
+
+
+#: ``sweep plan`` flags that describe a scenario (the fields of ``sweep.plan.PlanSpec``).
+PLAN_FIELDS = (
+    "alpha",
+    "rho",
+    "eta",
+    "eps",
+    "budget",
+    "gamma",
+    "power",
+    "cost_human",
+    "cost_metric",
+    "n_rho_eta",
+)
 
 
 def _run(args) -> None:
@@ -129,11 +169,46 @@ def _plot(args) -> None:
     print(f"wrote {path}")
 
 
+def _plan(args) -> None:
+    from sweep.plan import (
+        check_image_path,
+        load_plan_grid,
+        plan_grid,
+        plan_table,
+        plans_json,
+        plot_frontier,
+    )
+
+    given = {f: getattr(args, f) for f in PLAN_FIELDS if getattr(args, f) is not None}
+    if args.grid is not None:
+        flags = [f"--{f.replace('_', '-')}" for f in given] + ["-o"] * bool(args.output)
+        if flags:
+            raise SweepError(
+                f"--grid: give scenarios in the file or as flags, not both (got {', '.join(flags)})"
+            )
+        plans = plan_grid(load_plan_grid(args.grid), replicates=args.replicates, seed=args.seed)
+        print(plans_json(plans) if args.json else plan_table(plans))
+        return
+    for required in ("alpha", "rho", "eta", "cost_metric"):
+        if required not in given:
+            raise SweepError(f"--{required.replace('_', '-')}: required (or give --grid PLAN.yaml)")
+    if args.output:
+        if "eps" not in given:
+            raise SweepError("-o: the frontier needs a target --eps")
+        check_image_path(args.output)
+    plans = plan_grid([given], replicates=args.replicates, seed=args.seed, frontier=True)
+    print(plans_json(plans) if args.json else "\n".join(plans[0].lines()))
+    if args.output:
+        path = plot_frontier(plans[0], args.output)
+        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0, 2 for bad input, 130 when interrupted)."""
     try:
         args = build_parser().parse_args(argv)
-        {"run": _run, "status": _status, "show": _show, "plot": _plot}[args.command](args)
+        commands = {"run": _run, "status": _status, "show": _show, "plot": _plot, "plan": _plan}
+        commands[args.command](args)
     except SweepError as err:
         print(f"sweep: error: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,457 @@
+"""The planner: cost against brute force, targets met exactly, saturation, published ε, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+import sweep
+from kernels.counts import Design
+from kernels.summaries import epsilon
+from sweep.cli import main
+from sweep.errors import SweepError
+from sweep.fits import fit_lanes, lane_counts, lane_keys
+from sweep.plan import (
+    PlanSpec,
+    exact_eps,
+    plan_grid,
+    problems,
+    relaxed_sd,
+    simulate_tests,
+    solve_relaxed,
+)
+
+from .helpers import REFERENCE
+
+# Exact evaluations on CPU cost one compiled chunk of 64 lanes each; tests use that size.
+CHUNK = 64
+
+
+def spec(**fields) -> PlanSpec:
+    return PlanSpec(**{"cost_metric": 0.002, **fields})
+
+
+# Twenty scenarios: the shared and a separate paired set (the 3-D posterior: three, as
+# each of its exact fits costs ~15 ms here; scripts/bench_plan.py checks more against
+# brute force) and known ρ, η (metric-only plans, a useless metric with ρ + η = 1, dear
+# metrics).
+SCENARIOS = [
+    spec(alpha=0.6, rho=0.8, eta=0.8, eps=0.1, power=0.8),
+    spec(alpha=0.3, rho=0.9, eta=0.7, eps=0.02, power=0.9, gamma=0.01, n_rho_eta="known"),
+    spec(alpha=0.5, rho=0.95, eta=0.95, eps=0.1, power=0.8, cost_metric=0.05),
+    spec(alpha=0.6, rho=0.7, eta=0.9, eps=0.12, power=0.5, n_rho_eta=150),
+    spec(alpha=0.6, rho=0.8, eta=0.8, eps=0.03, power=0.8, n_rho_eta="known"),
+    spec(alpha=0.6, rho=0.8, eta=0.8, eps=0.02, power=0.9, n_rho_eta="known", cost_metric=0.05),
+    spec(alpha=0.2, rho=0.9, eta=0.9, eps=0.02, power=0.8, n_rho_eta="known"),
+    spec(alpha=0.5, rho=0.6, eta=0.6, eps=0.05, power=0.8, n_rho_eta="known", cost_metric=0.2),
+    spec(alpha=0.5, rho=0.55, eta=0.45, eps=0.05, power=0.8, n_rho_eta="known"),
+    spec(alpha=0.8, rho=0.95, eta=0.7, eps=0.01, power=0.5, n_rho_eta="known", cost_metric=0.001),
+    spec(alpha=0.9, rho=0.99, eta=0.9, eps=0.04, power=0.95, n_rho_eta="known"),
+    spec(alpha=0.1, rho=0.7, eta=0.99, eps=0.03, power=0.8, gamma=0.01, n_rho_eta="known"),
+    spec(alpha=0.4, rho=0.75, eta=0.85, eps=0.06, power=0.8, n_rho_eta="known", cost_metric=0.5),
+    spec(alpha=0.6, rho=0.9, eta=0.6, eps=0.015, power=0.8, n_rho_eta="known", cost_human=3.0),
+    spec(alpha=0.35, rho=0.8, eta=0.8, eps=0.08, power=0.9, n_rho_eta="known", cost_metric=0.1),
+    spec(alpha=0.7, rho=0.65, eta=0.75, eps=0.025, power=0.8, n_rho_eta="known"),
+    spec(alpha=0.5, rho=0.9, eta=0.9, eps=0.005, power=0.8, n_rho_eta="known", cost_metric=1e-4),
+    spec(alpha=0.25, rho=0.6, eta=0.95, eps=0.04, power=0.7, n_rho_eta="known", cost_metric=0.02),
+    spec(alpha=0.55, rho=0.85, eta=0.8, eps=0.07, power=0.8, n_rho_eta="known", cost_metric=0.3),
+    spec(alpha=0.45, rho=0.7, eta=0.7, eps=0.035, power=0.6, n_rho_eta="known", gamma=0.1),
+]
+
+
+def reference_eps(specs, index, n_phi, n_m) -> np.ndarray:
+    """ε recomputed from scratch: rounded expected counts → quadrature → epsilon().
+
+    Lanes are padded to a power of two (≥ 64) for the steps that compile per shape.
+    """
+    k = len(index)
+    size = max(64, 1 << (k - 1).bit_length())
+
+    def pad(v):
+        v = np.asarray(v)
+        return np.concatenate([v, np.repeat(v[:1], size - k)])
+
+    index, n_phi, n_m = pad(index), pad(n_phi), pad(n_m)
+    s = [specs[i] for i in index]
+    alpha = np.array([x.alpha for x in s])
+    designs = Design(
+        alpha=alpha,
+        rho=np.array([x.rho for x in s]),
+        eta=np.array([x.eta for x in s]),
+        n_phi=np.asarray(n_phi, float),
+        n_rho_eta=np.array([x.n_rho_eta if isinstance(x.n_rho_eta, int) else 0 for x in s], float),
+        psi=alpha,
+        n_m=np.asarray(n_m, float),
+        shared_paired=np.array([x.n_rho_eta == "shared" for x in s]),
+        rho_eta_known=np.array([x.n_rho_eta == "known" for x in s]),
+    )
+    keys = lane_keys(1, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))
+    counts = jax.tree.map(lambda v: v[:k], lane_counts(designs, keys, "expected"))
+    fits = fit_lanes(counts, keys[:k], "quadrature", chunk_size=CHUNK)
+    gamma, power = np.array([x.gamma for x in s]), np.array([x.power for x in s])
+    eps = np.asarray(epsilon(pad(fits.post_sd), gamma, power))
+    return np.where((n_phi == 0) & (n_m == 0), 1.0, eps)[:k]
+
+
+def least_by_bisection(specs, index, n_m, lo, hi, axis=0) -> np.ndarray:
+    """For each lane, the least size on ``axis`` in (lo, hi] meeting the target (bisection;
+    ``hi`` is checked and doubled until it meets it)."""
+    index, n_m = np.asarray(index), np.asarray(n_m)
+    lo, hi = np.array(lo, np.int64), np.array(hi, np.int64)
+    target = np.array([specs[i].eps for i in index])
+
+    def ok(lanes, size):
+        x, y = (size, n_m[lanes]) if axis == 0 else (n_m[lanes], size)
+        return reference_eps(specs, index[lanes], x, y) <= target[lanes]
+
+    todo = np.arange(len(index))
+    while len(todo):  # a lane missing its target at N = 10^9 has none (-1)
+        good = ok(todo, hi[todo])
+        bad = todo[~good]
+        lo[bad], hi[bad] = (
+            hi[bad],
+            np.where(hi[bad] < 10**9, np.minimum(2 * hi[bad] + 1, 10**9), -1),
+        )
+        todo = bad[hi[bad] > 0]
+    while (open_ := np.flatnonzero((hi - lo > 1) & (hi > 0))).size:
+        mid = (lo[open_] + hi[open_]) // 2
+        met = ok(open_, mid)
+        hi[open_] = np.where(met, mid, hi[open_])
+        lo[open_] = np.where(met, lo[open_], mid)
+    return hi
+
+
+def brute_force(specs) -> np.ndarray:
+    """Cheapest cost over N_M ∈ {0} ∪ a coarse grid 2^4…2^24 and then a fine grid
+    2^(k/10) around the coarse best (k = −10…10), each with its least N_Φ by bisection
+    (brackets from the neighbouring coarse points, since N_Φ falls as N_M grows); where
+    N_Φ = 0 is allowed, also N_Φ = 0 with its least N_M."""
+    n = len(specs)
+    rows = np.arange(n)
+    alone = least_by_bisection(specs, rows, np.zeros(n, int), -np.ones(n), np.full(n, 64))
+    coarse = np.concatenate([[0], 2 ** np.arange(4, 25)])
+    index, y = np.repeat(rows, len(coarse)), np.tile(coarse, n)
+    x = least_by_bisection(specs, index, y, -np.ones(len(y)), alone[index])
+    costs = {i: [] for i in rows}
+    for i, a, b in zip(index, x, y, strict=True):
+        if a >= 0:
+            costs[i].append((specs[i].cost(a, b), a, b))
+    fine_index, fine_y, lo, hi = [], [], [], []
+    for i in rows:
+        grid = sorted(costs[i], key=lambda t: t[2])
+        best = min(range(len(grid)), key=lambda k: grid[k][0])
+        centre = max(grid[best][2], 16)
+        for value in np.unique(np.round(centre * 2.0 ** (np.arange(-10, 11) / 10.0))):
+            above = [g for g in grid if g[2] >= value]
+            below = [g for g in grid if g[2] <= value]
+            fine_index.append(i)
+            fine_y.append(int(value))
+            lo.append(above[0][1] - 1 if above else -1)
+            hi.append(below[-1][1])
+    fine_index = np.array(fine_index)
+    fine_x = least_by_bisection(specs, fine_index, np.array(fine_y), lo, hi)
+    for i, a, b in zip(fine_index, fine_x, fine_y, strict=True):
+        if a >= 0:
+            costs[i].append((specs[i].cost(a, b), a, b))
+    free = [i for i in rows if specs[i].n_rho_eta != "shared"]
+    if free:
+        y0 = least_by_bisection(
+            specs,
+            free,
+            np.zeros(len(free), int),
+            -np.ones(len(free)),
+            np.full(len(free), 10**9),
+            axis=1,
+        )
+        for i, b in zip(free, y0, strict=True):
+            if b >= 0:
+                costs[i].append((specs[i].cost(0, b), 0, b))
+    return np.array([min(costs[i])[0] for i in rows])
+
+
+def test_relaxed_sd_tracks_the_exact_posterior_sd():
+    specs = [
+        spec(alpha=a, rho=r, eta=e, eps=0.05)
+        for a, r, e in [(0.6, 0.8, 0.8), (0.3, 0.95, 0.9), (0.8, 0.6, 0.9), (0.5, 0.55, 0.55)]
+    ]
+    n_phi = np.array([60, 400, 3000, 20000])
+    n_m = np.array([500, 20000, 10**6, 3000])
+    index = np.arange(4)
+    p = problems(specs)
+    exact = exact_eps(p, index, n_phi, n_m, chunk_size=CHUNK) / (math.sqrt(2) * p.z)
+    approx = relaxed_sd(n_phi.astype(float), n_m.astype(float), p, np)
+    np.testing.assert_allclose(approx, exact, rtol=0.02)
+    one = problems(specs[:1])
+    assert np.all(np.diff(relaxed_sd(100.0, 10.0 ** np.arange(6), one, np)) < 0)
+    assert np.all(np.diff(relaxed_sd(10.0 ** np.arange(6), 100.0, one, np)) < 0)
+
+
+def test_relaxed_solver_finds_the_scan_optimum_of_the_surrogate():
+    """The optax augmented Lagrangian against a dense scan along the constraint."""
+    specs = SCENARIOS[:4] + [
+        spec(alpha=0.6, rho=0.8, eta=0.8, budget=2000.0),
+        spec(alpha=0.3, rho=0.95, eta=0.9, budget=300.0, n_rho_eta=50),
+    ]
+    p = problems(specs)
+    got = solve_relaxed(p)
+    for r, s in enumerate(specs):
+        q = p._replace(**{f: getattr(p, f)[r] for f in p._fields})
+        n_m = np.exp(np.linspace(np.log(1e-2), np.log(1e9), 40001))
+        if s.eps is not None:  # least N_Φ on the constraint for each N_M, by bisection
+            lo, hi = np.zeros_like(n_m), np.full_like(n_m, 1e9)
+            for _ in range(100):
+                mid = 0.5 * (lo + hi)
+                meets = np.log(relaxed_sd(mid, n_m, q, np)) <= q.log_sd_target
+                lo, hi = np.where(meets, lo, mid), np.where(meets, mid, hi)
+            best = np.min(s.cost(np.maximum(hi, 1.0 if s.n_rho_eta == "shared" else 0.0), n_m))
+            cost = s.cost(got.n_phi[r], got.n_m[r])
+            assert got.constraint[r] < 1e-3
+            assert cost <= best * 1.001 + 1e-9, (r, cost, best)
+        else:  # the budget line: smallest σ
+            n_phi = (s.budget - s.fixed_cost() - s.cost_metric * n_m) / s.cost_human
+            keep = n_phi > 0
+            best = np.min(np.log(relaxed_sd(n_phi[keep], n_m[keep], q, np)))
+            value = np.log(relaxed_sd(got.n_phi[r], got.n_m[r], q, np))
+            assert got.constraint[r] < 1e-4
+            assert value <= best + 1e-3, (r, value, best)
+
+
+# A weak metric whose target lies below what the budget can buy, and the same without budget.
+WEAK = spec(alpha=0.6, rho=0.55, eta=0.55, eps=0.04, power=0.8, budget=1500.0)
+WEAK_FREE = WEAK.model_copy(update={"budget": None})
+PUBLISHED = spec(alpha=0.6, rho=0.7, eta=0.7, eps=0.5, power=0.5, gamma=0.05)
+
+
+@pytest.fixture(scope="module")
+def published_cell() -> float:
+    """ε at power ½ of the published cell N_Φ = 1000, N_M = 10000 (ρ = η = 0.7)."""
+    p = problems([PUBLISHED])
+    return float(exact_eps(p, [0], [1000], [10000], chunk_size=CHUNK)[0])
+
+
+@pytest.fixture(scope="module")
+def planned(published_cell):
+    """Every scenario planned in one batched call (as ``sweep plan --grid`` does)."""
+    cell = PUBLISHED.model_copy(update={"eps": published_cell})
+    plans = plan_grid([*SCENARIOS, WEAK, WEAK_FREE, cell], replicates=0, chunk_size=CHUNK)
+    return plans
+
+
+def test_plans_cost_within_1pct_of_brute_force_and_meet_their_targets(planned):
+    n = len(SCENARIOS)
+    planned = planned[:n]
+    x = np.array([pl.n_phi for pl in planned])
+    y = np.array([pl.n_m for pl in planned])
+    cost = np.array([s.cost(a, b) for s, a, b in zip(SCENARIOS, x, y, strict=True)])
+    np.testing.assert_allclose([pl.cost for pl in planned], cost, rtol=1e-12)
+    recomputed = reference_eps(SCENARIOS, np.arange(n), x, y)
+    targets = np.array([s.eps for s in SCENARIOS])
+    assert np.all(recomputed <= targets), np.flatnonzero(recomputed > targets)
+    np.testing.assert_allclose([pl.eps for pl in planned], recomputed, rtol=1e-12)
+    assert all(pl.reachable for pl in planned)
+    reference = brute_force(SCENARIOS)
+    ratio = cost / reference
+    assert np.all(ratio <= 1.01), list(zip(np.round(ratio, 4), cost, reference, strict=True))
+    # A useless metric (ρ + η = 1) buys nothing: human ratings alone.
+    assert planned[8].n_m == 0 and planned[8].n_phi == planned[8].n_phi_alone
+    # A strong metric with known ρ, η makes human ratings unnecessary.
+    assert planned[16].n_phi == 0 and planned[16].n_m > 0
+
+
+def test_a_saturated_metric_is_reported_unreachable_not_answered_with_a_huge_n_m(planned):
+    capped, free = planned[len(SCENARIOS)], planned[len(SCENARIOS) + 1]
+    assert not capped.reachable
+    assert "no amount of metric ratings" in capped.message
+    assert f"N_Φ alone would need {free.n_phi_alone:,}" in capped.message
+    # Even unlimited metric ratings with every human rating the budget buys stay above target.
+    assert capped.eps_floor > WEAK.eps and capped.eps > WEAK.eps
+    assert capped.cost <= WEAK.budget and capped.n_m <= 20 * capped.n_phi
+    # Without the budget the answer barely uses the metric: it saturates.
+    assert free.reachable and free.cost > WEAK.budget and free.n_m <= 20 * free.n_phi
+    assert free.n_phi_unlimited >= 0.97 * free.n_phi_alone
+
+
+def test_power_one_half_gives_the_published_eps(planned, published_cell):
+    table = pd.read_csv(REFERENCE / "published_eps.csv")
+    table = table[(table.rho == 0.7) & ((table.n_phi > 0) | (table.n_m > 0))]
+    got = exact_eps(
+        problems([PUBLISHED]), np.zeros(len(table), int), table.n_phi, table.n_m, chunk_size=CHUNK
+    )
+    assert np.max(np.abs(got - table.eps)) <= 0.002
+    # Planned for the ε of a published cell, the plan costs no more than that cell (+1 %).
+    pl = planned[-1]
+    assert pl.eps <= published_cell and pl.cost <= 1.01 * (1000 + 0.002 * 10000)
+
+
+def test_frontier_is_the_least_n_phi_for_each_n_m():
+    scenario = SCENARIOS[13]
+    (pl,) = plan_grid([scenario], replicates=0, frontier=True, chunk_size=CHUNK)
+    points = pd.DataFrame(pl.frontier)
+    assert points.n_m.iloc[0] == 0 and points.n_phi.iloc[0] == pl.n_phi_alone
+    assert len(points) >= 6 and points.n_m.is_monotonic_increasing
+    assert np.all(points.eps <= scenario.eps) and points.cost.min() >= pl.cost
+    assert pl.n_phi_unlimited <= points.n_phi.min()
+    # One step below each point misses the target (it is the least N_Φ).
+    inner = points[points.n_phi > 0]
+    below = reference_eps([scenario], np.zeros(len(inner), int), inner.n_phi - 1, inner.n_m)
+    assert len(inner) >= 4 and np.all(below > scenario.eps)
+
+
+def test_simulated_power_and_type_one_error_match_the_promise():
+    specs = [
+        spec(alpha=0.6, rho=0.8, eta=0.8, eps=0.03, power=0.8, n_rho_eta="known"),
+        spec(alpha=0.3, rho=0.9, eta=0.85, eps=0.05, power=0.5, n_rho_eta="known", gamma=0.1),
+    ]
+    plans = plan_grid(specs, replicates=600, seed=3, chunk_size=CHUNK)
+    for s, pl in zip(specs, plans, strict=True):
+        assert pl.replicates == 600 and 0 < pl.empirical_power_mcse < 0.03
+        assert abs(pl.empirical_power - s.power) <= 4 * pl.empirical_power_mcse + 0.02
+        assert abs(pl.type1_rate - s.gamma) <= 4 * pl.type1_mcse + 0.01
+    # Each campaign is keyed by (seed, scenario, system, replicate), not by batch position.
+    sizes = ([pl.n_phi for pl in plans][::-1], [pl.n_m for pl in plans][::-1])
+    swapped = simulate_tests(specs[::-1], *sizes, [0.05, 0.03], 600, seed=3)
+    assert swapped[0][1] == plans[0].empirical_power and swapped[2][1] == plans[0].type1_rate
+    other = simulate_tests(specs[::-1], *sizes, [0.05, 0.03], 600, seed=4)
+    assert (other[0][1], other[2][1]) != (plans[0].empirical_power, plans[0].type1_rate)
+
+
+def test_python_api_and_validation():
+    pl = sweep.plan(0.6, 0.8, 0.8, eps=0.1, cost_metric=0.002, replicates=0, chunk_size=CHUNK)
+    assert isinstance(pl, sweep.Plan) and pl.eps <= 0.1 and pl.frontier
+    for bad, field in [
+        (dict(alpha=1.2), "alpha"),
+        (dict(eps=None), "eps"),
+        (dict(n_rho_eta="sharde"), "n_rho_eta"),
+        (dict(n_rho_eta=0), "n_rho_eta"),
+        (dict(cost_metric=0.0), "cost_metric"),
+        (dict(budget=100.0, n_rho_eta=200), "budget"),
+    ]:
+        fields = dict(alpha=0.6, rho=0.8, eta=0.8, eps=0.1, cost_metric=0.002) | bad
+        with pytest.raises(SweepError, match=field) as err:
+            sweep.plan(**fields, replicates=0)
+        assert "\n" not in str(err.value)
+
+
+def test_cli_plan_json_grid_and_errors(tmp_path, capsys):
+    png = tmp_path / "frontier.png"
+    argv = [
+        "plan",
+        "--alpha",
+        "0.6",
+        "--rho",
+        "0.8",
+        "--eta",
+        "0.8",
+        "--eps",
+        "0.1",
+        "--power",
+        "0.8",
+        "--cost-human",
+        "1",
+        "--cost-metric",
+        "0.002",
+        "--replicates",
+        "10",
+        "--json",
+        "-o",
+        str(png),
+    ]
+    assert main(argv) == 0
+    answer = json.loads(capsys.readouterr().out)
+    for key in (
+        "n_phi",
+        "n_m",
+        "cost",
+        "eps",
+        "empirical_power",
+        "empirical_power_mcse",
+        "type1_rate",
+        "reachable",
+    ):
+        assert key in answer
+    assert answer["eps"] <= 0.1 and answer["reachable"] and png.stat().st_size > 1000
+    grid = tmp_path / "plan.yaml"
+    grid.write_text(
+        "- {alpha: 0.6, rho: 0.8, eta: 0.8, eps: 0.03, cost_metric: 0.002, n_rho_eta: known}\n"
+        "- {alpha: 0.6, rho: 0.8, eta: 0.8, budget: 150, cost_metric: 0.002,"
+        " n_rho_eta: known}\n"
+    )
+    assert main(["plan", "--grid", str(grid), "--replicates", "0"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert len(rows) == 3 and rows[1].split()[-1] == "yes"
+    assert main(["plan", "--grid", str(grid), "--replicates", "0", "--json"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [json.loads(line)["budget"] for line in lines] == [None, 150]
+    grid.write_text(
+        "- {alpha: 0.6, rho: 0.8, eta: 0.8, eps: 0.1, cost_metric: 0.002}\n"
+        "- {alpha: 0.6, rho: 0.8, eta: 0.8, eps: 0.1, cost_metric: 0.002, rh0: 1}\n"
+    )
+    for bad, field in [
+        (["plan", "--grid", str(grid)], "scenarios[1]"),
+        (["plan", "--grid", str(grid), "--alpha", "0.5"], "--grid"),
+        (
+            ["plan", "--alpha", "0.6", "--rho", "0.8", "--eta", "0.8", "--eps", "0.1"],
+            "--cost-metric",
+        ),
+        (["plan", "--alpha", "x"], "--alpha"),
+        (
+            [
+                "plan",
+                "--alpha",
+                "0.6",
+                "--rho",
+                "0.8",
+                "--eta",
+                "0.8",
+                "--eps",
+                "2",
+                "--cost-metric",
+                "0.1",
+            ],
+            "eps",
+        ),
+        (
+            [
+                "plan",
+                "--alpha",
+                "0.6",
+                "--rho",
+                "0.8",
+                "--eta",
+                "0.8",
+                "--eps",
+                "0.1",
+                "--cost-metric",
+                "0.1",
+                "-o",
+                str(tmp_path / "f.nope"),
+            ],
+            "-o",
+        ),
+        (
+            [
+                "plan",
+                "--alpha",
+                "0.6",
+                "--rho",
+                "0.8",
+                "--eta",
+                "0.8",
+                "--eps",
+                "0.1",
+                "--cost-metric",
+                "0.1",
+                "--replicates",
+                "-1",
+            ],
+            "--replicates",
+        ),
+    ]:
+        assert main(bad) == 2, bad
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("sweep: error: ") and "\n" not in err and field in err, err
