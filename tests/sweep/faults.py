@@ -1,9 +1,11 @@
-"""Bookkeeping for the fault-injection tests: what was injected, and what survived.
+"""Shared parts of the fault-injection tests: the check, the bookkeeping, a Ray hook.
 
-Each fault test compares the finished sweep with an undisturbed run and calls
-:func:`record`. When ``SWEEP_FAULT_LOG`` names a file, one JSON line per
-injection is appended to it; ``scripts/fault_report.py`` runs the fault tests
-with it set and prints the table.
+Each fault test compares the finished sweep with an undisturbed run
+(:func:`check_against_reference`) and calls :func:`record`. When
+``SWEEP_FAULT_LOG`` names a file, one JSON line per injection is appended to
+it; ``scripts/fault_report.py`` runs the fault tests with it set and prints the
+table. :class:`HoldOneShard` stops one Ray task so a test can kill its worker
+or remove its node.
 """
 
 from __future__ import annotations
