@@ -25,6 +25,7 @@ from numpyro.infer.hmc import hmc
 
 from kernels.counts import Counts
 from kernels.logdensity import logdensity
+from kernels.ridge import prefers_ridge, ridge_logdensity, ridge_position
 
 Array = jax.Array
 
@@ -52,6 +53,9 @@ class NUTSSettings(NamedTuple):
         dense_mass: adapt a dense (rather than diagonal) mass matrix.
         record_steps: keep each transition's leapfrog count, ``(chains,
             samples)`` per fit, for lock-step efficiency measurements.
+        ridge: sample metric-dominated lanes of the full model in ridge
+            coordinates (:mod:`kernels.ridge`); off, every lane uses the
+            logits of (α, ρ, η).
     """
 
     chains: int = 4
@@ -61,6 +65,7 @@ class NUTSSettings(NamedTuple):
     max_tree_depth: int = 10
     dense_mass: bool = False
     record_steps: bool = False
+    ridge: bool = True
 
 
 class ChainDraws(NamedTuple):
@@ -105,12 +110,13 @@ def sampler_key(replicate_key: Array) -> Array:
     return jax.random.fold_in(replicate_key, 1)
 
 
-def initial_position(key: Array, counts: Counts, dim: int) -> Array:
+def initial_position(key: Array, counts: Counts, dim: int, ridge: Array | bool = False) -> Array:
     """A starting point drawn from the posterior *without* the metric-only ratings.
 
     The Beta posteriors of α, ρ, η given the human and paired ratings are
     overdispersed relative to the full posterior (which the metric-only ratings
-    only sharpen), as split R-hat needs. Returned as ``(dim,)`` logits.
+    only sharpen), as split R-hat needs. Returned as ``(dim,)`` logits, or as
+    a ridge position (:mod:`kernels.ridge`) where ``ridge``.
     """
     keys = jax.random.split(key, 3)
 
@@ -123,11 +129,18 @@ def initial_position(key: Array, counts: Counts, dim: int) -> Array:
     if dim == 3:
         position.append(logit_beta(keys[1], counts.n_tp, counts.n_pos_paired))
         position.append(logit_beta(keys[2], counts.n_tn, counts.n_neg_paired))
+        natural = jnp.stack(position)
+        return jnp.where(ridge, ridge_position(*jax.nn.sigmoid(natural)), natural)
     return jnp.stack(position)
 
 
-def _potential_fn_gen(counts: Counts):
-    return lambda position: -logdensity(position, counts)
+def _potential_fn_gen(counts: Counts, ridge: Array | bool):
+    """−log density in the lane's coordinates: logits of (α, ρ, η), or ridge ones."""
+    if isinstance(ridge, bool) and not ridge:
+        return lambda position: -logdensity(position, counts)
+    return lambda position: (
+        -jnp.where(ridge, ridge_logdensity(position, counts), logdensity(position, counts))
+    )
 
 
 def sample_chain(key: Array, counts: Counts, settings: NUTSSettings, dim: int) -> ChainDraws:
@@ -143,22 +156,25 @@ def sample_chain(key: Array, counts: Counts, settings: NUTSSettings, dim: int) -
         :class:`ChainDraws` of one chain (no chain axis).
     """
     init_key, run_key = jax.random.split(key)
+    # The first coordinate is logit α in both coordinate systems.
+    ridge = prefers_ridge(counts) if dim == 3 and settings.ridge else False
+    model_args = (counts, ridge)
     init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_fn_gen, algo="NUTS")
     state = init_kernel(
-        initial_position(init_key, counts, dim),
+        initial_position(init_key, counts, dim, ridge),
         settings.warmup,
         dense_mass=settings.dense_mass,
         target_accept_prob=settings.target_accept,
         max_tree_depth=settings.max_tree_depth,
-        model_args=(counts,),
+        model_args=model_args,
         rng_key=run_key,
     )
 
     def warm(state, _):
-        return sample_kernel(state, model_args=(counts,)), None
+        return sample_kernel(state, model_args=model_args), None
 
     def draw(state, _):
-        state = sample_kernel(state, model_args=(counts,))
+        state = sample_kernel(state, model_args=model_args)
         return state, (jax.nn.sigmoid(state.z[0]), state.diverging, state.num_steps)
 
     state, _ = jax.lax.scan(warm, state, None, length=settings.warmup)
