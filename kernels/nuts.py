@@ -95,6 +95,8 @@ class DrawSummary(NamedTuple):
         ci_high: upper end of the central credible interval.
         rhat: split R-hat.
         ess: bulk effective sample size (all chains together).
+        sd_mcse: Monte Carlo SE of ``sd`` (delta method on the ESS of the
+            squared deviations, as the posterior package's mcse_sd).
     """
 
     mean: np.ndarray
@@ -103,6 +105,7 @@ class DrawSummary(NamedTuple):
     ci_high: np.ndarray
     rhat: np.ndarray
     ess: np.ndarray
+    sd_mcse: np.ndarray
 
 
 def sampler_key(replicate_key: Array) -> Array:
@@ -207,8 +210,20 @@ def _bulk_ess(alpha: np.ndarray) -> np.ndarray:
     return np.asarray(effective_sample_size(np.moveaxis(z, 0, -1)))
 
 
+def _sd_mcse(alpha: np.ndarray) -> np.ndarray:
+    """Monte Carlo SE of the SD of ``(B, chains, samples)`` draws.
+
+    With d = (α − ᾱ)², SD = √E[d] and Var(SD) ≈ Var(d)/(4·E[d]·ESS(d)).
+    """
+    b = alpha.shape[0]
+    d = (alpha - alpha.reshape(b, -1).mean(axis=1)[:, None, None]) ** 2
+    ess = np.asarray(effective_sample_size(np.moveaxis(d, 0, -1)))
+    flat = d.reshape(b, -1)
+    return np.sqrt(flat.var(axis=1, ddof=1) / (4.0 * flat.mean(axis=1) * ess))
+
+
 def summarize_draws(alpha: np.ndarray, level: float) -> DrawSummary:
-    """Mean, SD, central ``level`` interval, split R-hat and bulk ESS of α.
+    """Mean, SD and its MCSE, central ``level`` interval, split R-hat and bulk ESS of α.
 
     ``alpha`` has shape ``(B, chains, samples)``; every output is ``(B,)``.
     """
@@ -221,4 +236,6 @@ def summarize_draws(alpha: np.ndarray, level: float) -> DrawSummary:
     with np.errstate(invalid="ignore", divide="ignore"):
         rhat = np.asarray(split_gelman_rubin(np.moveaxis(alpha, 0, -1)))
         ess = _bulk_ess(alpha)
-    return DrawSummary(flat.mean(axis=1), flat.std(axis=1, ddof=1), low, high, rhat, ess)
+        sd_mcse = _sd_mcse(alpha)
+    mean, sd = flat.mean(axis=1), flat.std(axis=1, ddof=1)
+    return DrawSummary(mean, sd, low, high, rhat, ess, sd_mcse)

@@ -27,6 +27,7 @@ class FitResults(NamedTuple):
         ci_high: upper end of the central credible interval.
         rhat: split R-hat (NaN for exact fits).
         ess: bulk ESS (NaN for exact fits).
+        sd_mcse: Monte Carlo SE of ``post_sd`` (0 for exact fits).
         divergences: divergent transitions after warm-up (0 for exact fits).
         tree_depth: mean NUTS tree depth (NaN for exact fits).
         steps: leapfrog steps after warm-up, all chains (0 for exact fits).
@@ -39,6 +40,7 @@ class FitResults(NamedTuple):
     ci_high: Array
     rhat: Array
     ess: Array
+    sd_mcse: Array
     divergences: Array
     tree_depth: Array
     steps: Array

@@ -120,6 +120,7 @@ def fit_lanes(
     out["divergences"] = np.zeros(b, np.int64)
     out["steps"] = np.zeros(b, np.int64)
     out["exact"] = np.zeros(b, bool)
+    out["sd_mcse"] = np.zeros(b)
     kinds = model_kind(counts.n_m, counts.rho_eta_known)
     order = np.argsort(difficulty(counts), kind="stable")
     for k, kind in enumerate(MODEL_KINDS):
@@ -155,6 +156,7 @@ def fit_lanes(
                     "ci_high": d.ci_high,
                     "rhat": d.rhat,
                     "ess": d.ess,
+                    "sd_mcse": d.sd_mcse,
                     "divergences": draws.divergences[:n].sum(axis=1),
                     "tree_depth": draws.tree_depth[:n].mean(axis=1),
                     "steps": np.asarray(draws.steps[:n]).reshape(n, -1).sum(axis=1),

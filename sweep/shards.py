@@ -48,6 +48,7 @@ FIT_COLUMNS = (
     "ci_high",
     "rhat",
     "ess",
+    "sd_mcse",
     "divergences",
     "tree_depth",
     "steps",
@@ -222,7 +223,8 @@ def _fits_table(configs, replicate, counts, fits: FitResults, finite) -> pa.Tabl
     }
     for name in COUNT_COLUMNS:
         columns[name] = np.asarray(getattr(counts, name)).astype(np.int64)
-    for name in ("post_mean", "post_sd", "ci_low", "ci_high", "rhat", "ess", "tree_depth"):
+    floats = ("post_mean", "post_sd", "ci_low", "ci_high", "rhat", "ess", "sd_mcse", "tree_depth")
+    for name in floats:
         columns[name] = np.asarray(getattr(fits, name), np.float64)
     columns["divergences"] = np.asarray(fits.divergences).astype(np.int64)
     columns["steps"] = np.asarray(fits.steps).astype(np.int64)

@@ -73,8 +73,11 @@ def counts(**fields) -> Counts:
     )
 
 
-def random_counts(n: int, seed: int) -> Counts:
-    """Counts drawn across the issue's ranges: N_M to 1e7, N_Φ and N_ρη to 1e6, edges included."""
+def random_counts(n: int, seed: int, known_share: float = 0.0) -> Counts:
+    """Counts drawn across the issue's ranges: N_M to 1e7, N_Φ and N_ρη to 1e6, edges included.
+
+    A ``known_share`` of the lanes has ρ and η known (their paired counts are then empty).
+    """
     r = np.random.default_rng(seed)
 
     def size(hi_exp, p0):
@@ -98,7 +101,7 @@ def random_counts(n: int, seed: int) -> Counts:
         psi=r.uniform(0, 1, n),
         n_m=size(7, 0.05),
         shared_paired=r.random(n) < 0.6,
-        rho_eta_known=np.zeros(n, bool),
+        rho_eta_known=r.random(n) < known_share,
     )
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(np.arange(n))
     return jax.tree.map(np.asarray, jax.vmap(draw_counts)(keys, d))

@@ -1,42 +1,73 @@
-"""NUTS against the quadrature reference, on the same counts."""
+"""NUTS against the quadrature reference, on the same counts.
+
+One batched NUTS call (default settings: 4 chains × (500 + 1000)) fits the
+published table's expected counts and count tuples drawn across the issue's
+ranges (edge cases and known ρ, η included): over 200 sampled fits, each
+compared with its exact posterior.
+"""
 
 import jax
 import numpy as np
 import pytest
 
 from kernels.nuts import NUTSSettings
+from kernels.summaries import epsilon
 from sweep.fits import fit_lanes, lane_keys
-from tests.kernels.helpers import counts
+from tests.kernels.helpers import counts, published_counts, published_table, random_counts
 
 pytestmark = pytest.mark.slow
 
 
-def test_nuts_agrees_with_quadrature():
-    c = counts(
-        n_pos=[60, 30, 0, 300, 7],
-        n_phi=[100, 50, 0, 500, 10],
-        n_tp=[42, 20, 0, 250, 5],
-        n_pos_paired=[60, 30, 0, 300, 7],
-        n_tn=[28, 15, 0, 150, 2],
-        n_neg_paired=[40, 20, 0, 200, 3],
-        m_pos=[5400, 120, 300, 60000, 40],
-        n_m=[10**4, 200, 500, 10**5, 60],
-        rho=[0, 0, 0, 0, 0.9],
-        eta=[0, 0, 0, 0, 0.8],
-        rho_eta_known=[False] * 4 + [True],
-    )
+@pytest.fixture(scope="module")
+def agreement():
+    table = published_table()
+    published = published_counts(table)
+    drawn = random_counts(120, seed=11, known_share=0.1)
+    c = jax.tree.map(lambda a, b: np.concatenate([a, b]), published, drawn)
     b = len(c.n_m)
-    keys = lane_keys(1, np.stack([np.arange(b), np.zeros(b)], 1), np.zeros(b))
+    keys = lane_keys(3, np.stack([np.arange(b), np.ones(b)], 1), np.zeros(b))
     exact = fit_lanes(c, keys, "quadrature")
-    fit = fit_lanes(c, keys, "nuts", nuts=NUTSSettings(chains=4, warmup=500, samples=1000))
-    assert not fit.exact.any()
-    mcse = fit.post_sd / np.sqrt(fit.ess)
-    assert np.all(np.abs(fit.post_mean - exact.post_mean) < 5 * mcse)
-    assert np.all(np.abs(fit.post_sd / exact.post_sd - 1) < 0.06)
-    # Lane 2 (N_Φ = N_ρη = 0, N_M = 500) is a thin curved sheet in (α, ρ, η):
-    # 4 × 1000 draws leave R-hat near 1.015 there. The others mix well.
-    assert np.all(np.delete(fit.rhat, 2) < 1.01) and fit.rhat[2] < 1.05
-    assert fit.divergences.sum() < 0.001 * b * 4 * 1000
+    fit = fit_lanes(c, keys, "nuts")
+    return table, c, exact, fit
+
+
+def test_nuts_agrees_with_quadrature_on_200_tuples(agreement):
+    _, c, exact, fit = agreement
+    sampled = ~fit.exact
+    assert sampled.sum() >= 200
+    assert np.asarray(c.rho_eta_known)[sampled].sum() >= 5
+    mean, sd, rhat = fit.post_mean[sampled], fit.post_sd[sampled], fit.rhat[sampled]
+    mcse = sd / np.sqrt(fit.ess[sampled])
+    assert np.all(np.abs(mean - exact.post_mean[sampled]) <= 5 * mcse)
+    # Within 6 % wherever the draws resolve the SD that well (5 MCSE ≤ 6 %);
+    # a skewed posterior at an edge (α ≈ 0 with no successes: kurtosis ~9)
+    # leaves a 3 % MCSE in the SD of 4000 draws, and there the bound is 5 MCSE.
+    sd_error = np.abs(sd - exact.post_sd[sampled])
+    assert np.all(sd_error <= np.maximum(0.06 * sd, 5 * fit.sd_mcse[sampled]))
+    assert np.median(sd_error / exact.post_sd[sampled]) <= 0.02
+    assert np.mean(sd_error <= 0.06 * sd) >= 0.97
+    assert np.mean(rhat < 1.01) >= 0.99
+    draws = sampled.sum() * 4 * 1000
+    assert fit.divergences[sampled].sum() < 0.001 * draws
+    # Lanes with N_M = 0 are the Beta itself, under either method.
+    np.testing.assert_allclose(fit.post_sd[~sampled], exact.post_sd[~sampled], rtol=1e-12)
+
+
+def test_nuts_reproduces_the_published_eps(agreement):
+    """Within 0.003, or where 4000 draws cannot resolve that, within 4 Monte Carlo SEs.
+
+    Where N_Φ = N_ρη = 0 the α posterior is nearly flat (ε ≈ 0.73) and the SD
+    of 4000 draws carries a Monte Carlo SE of ≈ 0.45/√ESS relative (a flat
+    density's kurtosis is 1.8), about 0.006 in ε: 0.003 there needs ~10^5 draws.
+    """
+    table, _, _, fit = agreement
+    n = len(table)
+    eps = np.asarray(epsilon(fit.post_sd[:n], table.gamma.values))
+    eps = np.where((table.n_phi == 0) & (table.n_m == 0), 1.0, eps)
+    error = np.abs(eps - table.eps.values)
+    mcse = eps * fit.sd_mcse[:n] / fit.post_sd[:n]  # ε is proportional to the SD
+    assert np.all(error <= np.maximum(0.003, 4 * mcse))
+    assert np.mean(error <= 0.003) >= 0.8
 
 
 def test_nuts_is_deterministic_and_independent_of_batch():
@@ -51,7 +82,7 @@ def test_nuts_is_deterministic_and_independent_of_batch():
         n_m=[1000, 200],
     )
     keys = lane_keys(5, np.array([[1, 0], [2, 0]]), np.zeros(2))
-    settings = NUTSSettings(chains=2, warmup=100, samples=100)
+    settings = NUTSSettings(chains=2, warmup=50, samples=50)
     both = fit_lanes(c, keys, "nuts", nuts=settings)
     again = fit_lanes(c, keys, "nuts", nuts=settings)
     alone = fit_lanes(jax.tree.map(lambda x: x[1:], c), keys[1:], "nuts", nuts=settings)

@@ -22,6 +22,7 @@ def test_summaries_over_replicates():
         mean + 1.96 * sd,
         nan,
         nan,
+        np.zeros((2, 400)),
         np.zeros((2, 400), int),
         nan,
         np.zeros((2, 400), int),
@@ -41,7 +42,7 @@ def test_nonfinite_fits_are_counted_not_averaged():
     sd = np.array([[0.1, 0.1, 0.1]])
     ones, zeros = np.ones((1, 3)), np.zeros((1, 3), int)
     fits = FitResults(
-        mean, sd, mean - 0.2, mean + 0.2, ones, ones, zeros, ones, zeros, np.zeros((1, 3), bool)
+        mean, sd, mean - 0.2, mean + 0.2, ones, ones, 0 * ones, zeros, ones, zeros, zeros == 1
     )
     s = summarize_configurations(np.array([0.6]), fits, np.array([0.05]), np.array([False]))
     assert int(np.asarray(s.nonfinite)[0]) == 1

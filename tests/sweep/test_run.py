@@ -72,6 +72,7 @@ def test_surface_and_fits_have_the_promised_columns(tiny_run):
         "ci_high",
         "rhat",
         "ess",
+        "sd_mcse",
         "divergences",
     ):
         assert column in fits.columns, column
