@@ -58,6 +58,7 @@ class SamplerSettings(_Strict):
     samples: int = Field(1000, ge=10, le=1_000_000)
     target_accept: float = Field(0.8, gt=0.0, lt=1.0)
     max_tree_depth: int = Field(10, ge=1, le=15)
+    warmup_max_tree_depth: int = Field(6, ge=1, le=15)
     dense_mass: bool = False
 
 
