@@ -6,6 +6,10 @@ an ``HMCState``, so :func:`sample_chain` runs one chain (warm-up with its own
 step-size and mass-matrix adaptation, then draws) as a ``lax.scan``, and
 callers ``jax.vmap`` it over chains and fits. Nothing here is jitted.
 
+Each lane runs in the logits of (α, ρ, η) or, where the metric-only ratings
+dominate, in the ridge coordinates of :mod:`kernels.ridge`; the first
+coordinate is logit α in both, so the α draws are read the same way.
+
 Only what the summaries need is kept: the α draws of the sampling phase
 (``(chains, samples)`` per fit), divergences and tree depths.
 :func:`summarize_draws` then computes, on the host, the posterior mean, SD and
@@ -165,7 +169,6 @@ def sample_chain(key: Array, counts: Counts, settings: NUTSSettings, dim: int) -
         :class:`ChainDraws` of one chain (no chain axis).
     """
     init_key, run_key = jax.random.split(key)
-    # The first coordinate is logit α in both coordinate systems.
     ridge = prefers_ridge(counts) if dim == 3 and settings.ridge else False
     model_args = (counts, ridge)
     init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_fn_gen, algo="NUTS")
