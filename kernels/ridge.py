@@ -65,8 +65,13 @@ class RidgeLogs(NamedTuple):
     log_length: Array
 
 
-def _log_part(positive: Array, value: Array, log_denominator: Array) -> Array:
-    """log(value) − log_denominator where ``positive``, else −inf (with finite gradients)."""
+def _log_part(value: Array, log_denominator: Array) -> Array:
+    """log(value) − log_denominator where value > 0, else −inf (with finite gradients).
+
+    The sign test is on the value itself: a separate test such as t > 1 − α
+    can disagree with it by a rounding at the kinks and take log 0.
+    """
+    positive = value > 0.0
     safe = jnp.where(positive, value, 1.0)
     return jnp.where(positive, jnp.log(safe) - log_denominator, -jnp.inf)
 
@@ -85,10 +90,10 @@ def ridge_logs(position: Array) -> RidgeLogs:
     log_span_rho = log_1ma + log_length
     log_span_eta = log_a + log_length
     # t + α − 1 = α − (1 − t) and α − t, computed from the sigmoids (absolute error ~1e-16).
-    rho_lo = _log_part(t > 1.0 - a, a - jax.nn.sigmoid(-x_t), log_a)
-    one_m_rho_hi = _log_part(t < a, a - t, log_a)
-    eta_lo = _log_part(t < 1.0 - a, jax.nn.sigmoid(-x_alpha) - t, log_1ma)
-    one_m_eta_hi = _log_part(t > a, t - a, log_1ma)
+    rho_lo = _log_part(a - jax.nn.sigmoid(-x_t), log_a)
+    one_m_rho_hi = _log_part(a - t, log_a)
+    eta_lo = _log_part(jax.nn.sigmoid(-x_alpha) - t, log_1ma)
+    one_m_eta_hi = _log_part(t - a, log_1ma)
     return RidgeLogs(
         log_alpha=log_a,
         log_1m_alpha=log_1ma,
