@@ -1,10 +1,12 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernels.logdensity import logdensity
+from kernels.ridge import ridge_logdensity
 from tests.kernels.helpers import counts
 
 
@@ -40,6 +42,7 @@ def test_matches_the_plain_formula_up_to_a_constant():
     assert float(jnp.max(diff) - jnp.min(diff)) < 1e-9
 
 
+@pytest.mark.parametrize("density", [logdensity, ridge_logdensity], ids=["logits", "ridge"])
 @settings(max_examples=60, deadline=None)
 @given(
     x=st.lists(st.floats(-60, 60), min_size=3, max_size=3),
@@ -48,7 +51,7 @@ def test_matches_the_plain_formula_up_to_a_constant():
     n_m=st.sampled_from([0, 1, 10**7]),
     frac=st.floats(0, 1),
 )
-def test_finite_everywhere(x, n_phi, paired, n_m, frac):
+def test_finite_everywhere(density, x, n_phi, paired, n_m, frac):
     c = one(
         counts(
             n_pos=np.floor(frac * n_phi),
@@ -61,7 +64,7 @@ def test_finite_everywhere(x, n_phi, paired, n_m, frac):
             n_m=n_m,
         )
     )
-    value, grad = jax.value_and_grad(logdensity)(jnp.array(x), c)
+    value, grad = jax.value_and_grad(density)(jnp.array(x), c)
     assert np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad)))
 
 

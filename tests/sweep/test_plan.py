@@ -391,66 +391,15 @@ def test_cli_plan_json_grid_and_errors(tmp_path, capsys):
         "- {alpha: 0.6, rho: 0.8, eta: 0.8, eps: 0.1, cost_metric: 0.002}\n"
         "- {alpha: 0.6, rho: 0.8, eta: 0.8, eps: 0.1, cost_metric: 0.002, rh0: 1}\n"
     )
+    point = ["plan", "--alpha", "0.6", "--rho", "0.8", "--eta", "0.8"]
     for bad, field in [
         (["plan", "--grid", str(grid)], "scenarios[1]"),
         (["plan", "--grid", str(grid), "--alpha", "0.5"], "--grid"),
-        (
-            ["plan", "--alpha", "0.6", "--rho", "0.8", "--eta", "0.8", "--eps", "0.1"],
-            "--cost-metric",
-        ),
+        ([*point, "--eps", "0.1"], "--cost-metric"),
         (["plan", "--alpha", "x"], "--alpha"),
-        (
-            [
-                "plan",
-                "--alpha",
-                "0.6",
-                "--rho",
-                "0.8",
-                "--eta",
-                "0.8",
-                "--eps",
-                "2",
-                "--cost-metric",
-                "0.1",
-            ],
-            "eps",
-        ),
-        (
-            [
-                "plan",
-                "--alpha",
-                "0.6",
-                "--rho",
-                "0.8",
-                "--eta",
-                "0.8",
-                "--eps",
-                "0.1",
-                "--cost-metric",
-                "0.1",
-                "-o",
-                str(tmp_path / "f.nope"),
-            ],
-            "-o",
-        ),
-        (
-            [
-                "plan",
-                "--alpha",
-                "0.6",
-                "--rho",
-                "0.8",
-                "--eta",
-                "0.8",
-                "--eps",
-                "0.1",
-                "--cost-metric",
-                "0.1",
-                "--replicates",
-                "-1",
-            ],
-            "--replicates",
-        ),
+        ([*point, "--eps", "2", "--cost-metric", "0.1"], "eps"),
+        ([*point, "--eps", "0.1", "--cost-metric", "0.1", "-o", str(tmp_path / "f.nope")], "-o"),
+        ([*point, "--eps", "0.1", "--cost-metric", "0.1", "--replicates", "-1"], "--replicates"),
     ]:
         assert main(bad) == 2, bad
         err = capsys.readouterr().err.strip()
