@@ -148,15 +148,22 @@ def initial_position(key: Array, counts: Counts, dim: int, ridge: Array | bool =
 
 
 def _potential_fn_gen(counts: Counts, ridge: Array | bool):
-    """−log density in the lane's coordinates: logits of (α, ρ, η), or ridge ones."""
-    if isinstance(ridge, bool) and not ridge:
-        return lambda position: -logdensity(position, counts)
+    """−log density in the lane's coordinates: logits of (α, ρ, η), or ridge ones.
+
+    With a traced ``ridge`` both densities are evaluated at every step and
+    one is selected; a static bool evaluates only its own.
+    """
+    if isinstance(ridge, bool):
+        density = ridge_logdensity if ridge else logdensity
+        return lambda position: -density(position, counts)
     return lambda position: (
         -jnp.where(ridge, ridge_logdensity(position, counts), logdensity(position, counts))
     )
 
 
-def sample_chain(key: Array, counts: Counts, settings: NUTSSettings, dim: int) -> ChainDraws:
+def sample_chain(
+    key: Array, counts: Counts, settings: NUTSSettings, dim: int, ridge: bool | None = None
+) -> ChainDraws:
     """One NUTS chain for one fit: warm-up with adaptation, then ``settings.samples`` draws.
 
     Args:
@@ -164,12 +171,19 @@ def sample_chain(key: Array, counts: Counts, settings: NUTSSettings, dim: int) -
         counts: one lane's counts (scalars).
         settings: sampler settings.
         dim: 3 (α, ρ, η unknown) or 1 (ρ, η known); see :func:`kernels.logdensity.logdensity`.
+        ridge: the coordinates, static, where the caller has grouped lanes by
+            :func:`kernels.ridge.prefers_ridge` (a ridge step costs about twice
+            a logit one, and a per-lane choice evaluates both); ``None``
+            chooses per lane. Ignored unless ``dim`` is 3 and ``settings.ridge``.
 
     Returns:
         :class:`ChainDraws` of one chain (no chain axis).
     """
     init_key, run_key = jax.random.split(key)
-    ridge = prefers_ridge(counts) if dim == 3 and settings.ridge else False
+    if dim != 3 or not settings.ridge:
+        ridge = False
+    elif ridge is None:
+        ridge = prefers_ridge(counts)
     model_args = (counts, ridge)
     init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_fn_gen, algo="NUTS")
     state = init_kernel(
@@ -203,10 +217,15 @@ def sample_chain(key: Array, counts: Counts, settings: NUTSSettings, dim: int) -
     )
 
 
-def sample_fit(key: Array, counts: Counts, settings: NUTSSettings, dim: int) -> ChainDraws:
-    """All chains of one fit (chain c uses ``fold_in(key, c)``), vmapped over chains."""
+def sample_fit(
+    key: Array, counts: Counts, settings: NUTSSettings, dim: int, ridge: bool | None = None
+) -> ChainDraws:
+    """All chains of one fit (chain c uses ``fold_in(key, c)``), vmapped over chains.
+
+    ``ridge`` as in :func:`sample_chain`.
+    """
     keys = jax.vmap(lambda c: jax.random.fold_in(key, c))(jnp.arange(settings.chains))
-    return jax.vmap(lambda k: sample_chain(k, counts, settings, dim))(keys)
+    return jax.vmap(lambda k: sample_chain(k, counts, settings, dim, ridge))(keys)
 
 
 def _bulk_ess(alpha: np.ndarray) -> np.ndarray:

@@ -1,12 +1,13 @@
 """Fit many lanes at once: counts → per-fit posterior summaries.
 
 Lanes are grouped by model kind (α-marginal a Beta, ρ and η known, or the
-full model), ordered by an estimate of how hard the posterior is for NUTS so
-that lanes running in lock-step need similar tree depths, split into chunks of
-one fixed size (the last one padded) so each kind compiles once, and run
-through ``jax.jit(jax.vmap(...))`` of the kernels. Results come back in the
-input order, and a lane's result does not depend on which lanes share its
-chunk: its randomness comes from its own key only.
+full model) and, for NUTS, by coordinates (logits or ridge), ordered by an
+estimate of how hard the posterior is for NUTS so that lanes running in
+lock-step need similar tree depths, split into chunks of one fixed size (the
+last one padded) so each group compiles once, and run through
+``jax.jit(jax.vmap(...))`` of the kernels. Results come back in the input
+order, and a lane's result does not depend on which lanes share its chunk:
+its randomness comes from its own key only.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kernels.counts import Counts, Design, draw_counts, expected_counts, replica
 from kernels.logdensity import position_size
 from kernels.nuts import NUTSSettings, sample_fit, sampler_key, summarize_draws
 from kernels.quadrature import MODEL_KINDS, QuadratureRule, model_kind, posterior_summary
+from kernels.ridge import prefers_ridge
 from kernels.summaries import FitResults
 
 Method = Literal["nuts", "quadrature"]
@@ -70,9 +72,9 @@ def _quadrature_fn(kind: str, level: float, rule: QuadratureRule):
 
 
 @cache
-def _nuts_fn(dim: int, settings: NUTSSettings):
+def _nuts_fn(dim: int, settings: NUTSSettings, ridge: bool | None = None):
     def one(key, counts):
-        return sample_fit(sampler_key(key), counts, settings, dim)
+        return sample_fit(sampler_key(key), counts, settings, dim, ridge)
 
     return jax.jit(jax.vmap(one))
 
@@ -121,19 +123,14 @@ def fit_lanes(
     out["steps"] = np.zeros(b, np.int64)
     out["exact"] = np.zeros(b, bool)
     out["sd_mcse"] = np.zeros(b)
-    kinds = model_kind(counts.n_m, counts.rho_eta_known)
-    order = np.argsort(difficulty(counts), kind="stable")
-    for k, kind in enumerate(MODEL_KINDS):
-        index = order[kinds[order] == k]
-        if len(index) == 0:
-            continue
+    for kind, ridge, index in _lane_groups(counts, method, nuts):
         exact = method == "quadrature" or kind == "beta"
         if exact:
             size = chunk_size or 1024
             fn = _quadrature_fn(kind, float(level), rule)
         else:
             size = chunk_size or nuts_chunk_size(nuts, memory_budget_bytes)
-            fn = _nuts_fn(position_size(kind == "known"), nuts)
+            fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
         size = min(size, _bucket(len(index)))
         for piece, padded in _chunks(index, size):
             lanes = _take(counts, padded)
@@ -167,6 +164,30 @@ def fit_lanes(
             if on_chunk is not None:
                 on_chunk(n)
     return FitResults(**out)
+
+
+def _lane_groups(counts: Counts, method: Method, nuts: NUTSSettings):
+    """``(kind, ridge, index)`` for each group of lanes that shares one compiled kernel.
+
+    Lanes are grouped by model kind and, for NUTS on the full model, by their
+    coordinates (:func:`kernels.ridge.prefers_ridge`), so that each step
+    evaluates one log-density; each group is in order of :func:`difficulty`.
+    Both are functions of a lane's own counts, so a lane's group does not
+    depend on the others.
+    """
+    kinds = model_kind(counts.n_m, counts.rho_eta_known)
+    order = np.argsort(difficulty(counts), kind="stable")
+    for k, kind in enumerate(MODEL_KINDS):
+        index = order[kinds[order] == k]
+        if len(index) == 0:
+            continue
+        if method == "nuts" and kind == "full" and nuts.ridge:
+            ridge = np.asarray(prefers_ridge(_take(counts, index)), bool)
+            for flag in (False, True):
+                if ridge[ridge == flag].size:
+                    yield kind, flag, index[ridge == flag]
+        else:
+            yield kind, False, index
 
 
 def _bucket(n: int) -> int:

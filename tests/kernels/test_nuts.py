@@ -10,7 +10,8 @@ import jax
 import numpy as np
 import pytest
 
-from kernels.nuts import NUTSSettings
+from kernels.nuts import NUTSSettings, sample_fit, sampler_key, summarize_draws
+from kernels.ridge import prefers_ridge
 from kernels.summaries import epsilon
 from sweep.fits import fit_lanes, lane_keys
 from tests.kernels.helpers import counts, published_counts, published_table, random_counts
@@ -88,3 +89,9 @@ def test_nuts_is_deterministic_and_independent_of_batch():
     alone = fit_lanes(jax.tree.map(lambda x: x[1:], c), keys[1:], "nuts", nuts=settings)
     assert np.array_equal(both.post_mean, again.post_mean)
     assert both.post_mean[1] == pytest.approx(alone.post_mean[0], abs=1e-12)
+    # fit_lanes groups these ridge lanes and compiles the ridge density alone;
+    # choosing coordinates per lane evaluates both and selects: the same chains.
+    assert np.asarray(prefers_ridge(c)).all()
+    chosen = jax.jit(jax.vmap(lambda k, c: sample_fit(sampler_key(k), c, settings, 3)))(keys, c)
+    per_lane = summarize_draws(np.asarray(chosen.alpha), 0.95)
+    np.testing.assert_allclose(per_lane.mean, both.post_mean, rtol=1e-7)
