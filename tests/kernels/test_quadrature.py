@@ -2,6 +2,7 @@ import jax
 import numpy as np
 import pytest
 from scipy import integrate, stats
+from scipy.special import betaln, gammaln, logsumexp
 
 from kernels.quadrature import QuadratureRule, model_kind, posterior_summary
 from kernels.summaries import epsilon
@@ -48,9 +49,9 @@ def test_known_kind_matches_adaptive_integration():
         z = integrate.quad(dens, 0, 1, epsabs=0, epsrel=1e-12, limit=500)[0]
         m = integrate.quad(lambda a: dens(a, 1), 0, 1, epsabs=0, epsrel=1e-12, limit=500)[0] / z
         v = integrate.quad(lambda a: dens(a, 2), 0, 1, epsabs=0, epsrel=1e-12, limit=500)[0] / z
-        # Measured worst: 2.3e-5 (N_Φ = 0, a broad α-marginal); the issue asks 1e-5.
-        assert s.mean[i] == pytest.approx(m, abs=5e-5)
-        assert s.sd[i] == pytest.approx(np.sqrt(v - m * m), abs=5e-5)
+        # Measured worst: 1.2e-10 (N_Φ = 0, a broad α-marginal).
+        assert s.mean[i] == pytest.approx(m, abs=1e-5)
+        assert s.sd[i] == pytest.approx(np.sqrt(v - m * m), abs=1e-5)
 
 
 def test_published_eps_within_0_002():
@@ -84,7 +85,50 @@ def test_full_kind_agrees_with_a_much_finer_rule():
     coarse = summarize(c, "full")
     fine = summarize(c, "full", QuadratureRule(64, 32, 24, 30.0, 36.0))
     assert np.all(np.isfinite(coarse.sd))
-    # Measured on 361 such lanes: worst 2.4e-5, median far smaller.
-    assert np.max(np.abs(coarse.sd - fine.sd)) < 5e-5
-    assert np.median(np.abs(coarse.sd - fine.sd)) < 1e-6
+    # Measured on ~900 such lanes (random_counts(n, seed) for (120, 3),
+    # (240, 4), (400, 7), (300, 21)): worst 3.0e-6, median 5e-9.
+    assert np.max(np.abs(coarse.sd - fine.sd)) < 1e-5
+    assert np.median(np.abs(coarse.sd - fine.sd)) < 1e-7
     assert np.max(np.abs(coarse.mean - fine.mean)) < 2e-4
+
+
+def test_full_kind_when_every_metric_rating_is_positive_is_exact():
+    # With m₊ = N_M, Λ(α) = E[(αρ + (1 − α)(1 − η))^N] expands in Beta moments,
+    # leaving a one-dimensional integral: an independent reference. This lane
+    # (ρ ~ Beta(910, 1), a likelihood flat towards t = 1) was 8e-5 off in SD
+    # before the t rule split its tails.
+    a_r, b_r, a_e, b_e, n, n_phi = 910, 1, 415, 212, 105, 20
+    k = np.arange(n + 1)
+    log_terms = (
+        gammaln(n + 1)
+        - gammaln(k + 1)
+        - gammaln(n - k + 1)
+        + betaln(a_r + k, b_r)
+        - betaln(a_r, b_r)
+        + betaln(a_e, b_e + n - k)
+        - betaln(a_e, b_e)
+    )
+
+    def density(a, j):
+        log_lambda = logsumexp(log_terms + k * np.log(a) + (n - k) * np.log1p(-a))
+        return a**j * np.exp(n_phi * np.log(a) + log_lambda)
+
+    def moment(j):
+        points = [0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995]
+        return integrate.quad(density, 0, 1, (j,), points=points, epsrel=1e-13, limit=1000)[0]
+
+    z = moment(0)
+    mean, sd = moment(1) / z, np.sqrt(moment(2) / z - (moment(1) / z) ** 2)
+    c = counts(
+        n_pos=n_phi,
+        n_phi=n_phi,
+        n_tp=a_r - 1,
+        n_pos_paired=a_r + b_r - 2,
+        n_tn=a_e - 1,
+        n_neg_paired=a_e + b_e - 2,
+        m_pos=n,
+        n_m=n,
+    )
+    s = summarize(c, "full")
+    assert s.mean[0] == pytest.approx(mean, abs=1e-5)
+    assert s.sd[0] == pytest.approx(sd, abs=1e-5)
