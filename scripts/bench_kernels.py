@@ -107,7 +107,10 @@ def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
         ("difficulty_order", np.argsort(difficulty(counts), kind="stable")),
     ):
         c = jax.tree.map(lambda x, order=order: x[order], counts)
-        from sweep.fits import _nuts_fn  # the compiled kernel the driver uses
+        # The driver's compiled kernel, here choosing coordinates per lane: each
+        # lane runs the same chain as when grouped, but logit and ridge lanes
+        # share the batches (the driver batches them apart).
+        from sweep.fits import _nuts_fn
 
         draws = jax.device_get(_nuts_fn(3, recorded)(keys[order], c))
         steps = np.asarray(draws.steps, float).reshape(n * settings.chains, settings.samples)
