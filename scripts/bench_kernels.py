@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
-from pathlib import Path
 
 import jax
 
@@ -28,8 +26,8 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-import numpyro  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
+from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
@@ -171,23 +169,15 @@ def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     settings = NUTSSettings()
-    device = jax.devices()[0]
     result = {
-        "device": f"{device.platform}: {device.device_kind}",
-        "host": platform.processor() or platform.machine(),
-        "jax": jax.__version__,
-        "numpyro": numpyro.__version__,
-        "command": "python scripts/bench_kernels.py " + " ".join(argv),
+        **provenance("bench_kernels.py", argv),
         "nuts_settings": settings._asdict(),
         "throughput": [throughput(n, args.seed, settings) for n in args.sizes],
         "lockstep_efficiency": lockstep(args.lockstep, args.seed, settings),
         "baseline": baseline(args.baseline, args.seed, settings) if args.baseline else None,
     }
     print(json.dumps(result, indent=2))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    name = f"kernels-{device.platform}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    (out / name).write_text(json.dumps(result, indent=2) + "\n")
+    write_record(result, args.out, f"kernels-{jax.devices()[0].platform}")
 
 
 if __name__ == "__main__":

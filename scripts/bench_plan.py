@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
-from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
+from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from sweep.plan import PlanSpec, exact_eps, plan_grid, problems, simulate_tests  # noqa: E402
 
@@ -136,12 +135,8 @@ def main(argv=None) -> None:
             "type1_rate": float(type1[0]),
             "gamma": pl.spec.gamma,
         }
-    device = jax.devices()[0]
     result = {
-        "device": f"{device.platform}: {device.device_kind}",
-        "host": platform.processor() or platform.machine(),
-        "jax": jax.__version__,
-        "command": "python scripts/bench_plan.py " + " ".join(argv),
+        **provenance("bench_plan.py", argv),
         "n_rho_eta": args.n_rho_eta,
         "scenarios": len(specs),
         "single": {"plans": args.single, "plans_per_s": args.single / single_s},
@@ -157,10 +152,7 @@ def main(argv=None) -> None:
         "simulation_check": simulation,
     }
     print(json.dumps(result, indent=2))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    name = f"plan-{device.platform}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    (out / name).write_text(json.dumps(result, indent=2) + "\n")
+    write_record(result, args.out, f"plan-{jax.devices()[0].platform}")
 
 
 if __name__ == "__main__":

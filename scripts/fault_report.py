@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from result_record import write_record  # beside this script
+
 REPO = Path(__file__).resolve().parents[1]
 MODULES = ["tests/sweep/test_faults.py", "tests/sweep/test_ray_faults.py"]
 
@@ -79,11 +81,7 @@ def main(argv=None) -> int:
     healthy = tests.returncode == 0 and all(r["survived"] == r["injected"] for r in rows)
     print(f"\npytest exit {tests.returncode} in {seconds:.0f} s; modules: {', '.join(modules)}")
     result = {"modules": modules, "pytest_exit": tests.returncode, "seconds": seconds, "rows": rows}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"faults-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(
-        json.dumps(result, indent=2) + "\n"
-    )
+    write_record(result, args.out, "faults")
     return 0 if healthy and rows else 1
 
 

@@ -1,0 +1,32 @@
+"""What the scripts under scripts/ record beside their numbers, and where they write them."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+
+def provenance(script: str, argv: list[str]) -> dict:
+    """Device, host, JAX and NumPyro versions, and the command that reruns ``script``."""
+    import jax
+    import numpyro
+
+    device = jax.devices()[0]
+    return {
+        "device": f"{device.platform}: {device.device_kind}",
+        "host": platform.processor() or platform.machine(),
+        "jax": jax.__version__,
+        "numpyro": numpyro.__version__,
+        "command": f"python scripts/{script} " + " ".join(argv),
+    }
+
+
+def write_record(result: dict, out: str | Path, stem: str) -> Path:
+    """Write ``result`` as ``out/stem-YYYYmmdd-HHMMSS.json`` (``out`` created if missing)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
