@@ -26,10 +26,12 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers' lanes
 
+from result_record import provenance, write_record  # noqa: E402 - beside this script
+
 from kernels.nuts import NUTSSettings  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
 from sweep.fits import fit_lanes, lane_keys  # noqa: E402
-from tests.kernels.helpers import published_counts, published_table, random_counts  # noqa: E402
+from tests.kernels.helpers import agreement_lanes  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -41,10 +43,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     settings = NUTSSettings(ridge=not args.natural, warmup_max_tree_depth=args.warmup_depth)
 
-    # The lanes of tests/kernels/test_nuts.py's fixture.
-    table = published_table()
-    drawn = random_counts(120, seed=11, known_share=0.1)
-    c = jax.tree.map(lambda a, b: np.concatenate([a, b]), published_counts(table), drawn)
+    table, c = agreement_lanes()
     b = len(c.n_m)
     keys = lane_keys(3, np.stack([np.arange(b), np.ones(b)], 1), np.zeros(b))
     exact = fit_lanes(c, keys, "quadrature")
@@ -62,9 +61,7 @@ def main(argv=None) -> None:
     eps_error = np.abs(eps - table.eps.values)
     flat = (table.n_phi == 0).values
     result = {
-        "command": "python scripts/nuts_agreement.py " + " ".join(argv),
-        "jax": jax.__version__,
-        "device": str(jax.devices()[0]),
+        **provenance("nuts_agreement.py", argv),
         "nuts_settings": settings._asdict(),
         "sampled_fits": int(s.sum()),
         "nuts_seconds_with_compile": seconds,
@@ -81,10 +78,7 @@ def main(argv=None) -> None:
         "published_max_error_n_phi_zero": float(eps_error[flat].max()),
     }
     print(json.dumps(result, indent=2))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    name = f"nuts-agreement-{jax.devices()[0].platform}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    (out / name).write_text(json.dumps(result, indent=2) + "\n")
+    write_record(result, args.out, f"nuts-agreement-{jax.devices()[0].platform}")
 
 
 if __name__ == "__main__":

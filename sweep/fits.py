@@ -184,7 +184,7 @@ def _lane_groups(counts: Counts, method: Method, nuts: NUTSSettings):
         if method == "nuts" and kind == "full" and nuts.ridge:
             ridge = np.asarray(prefers_ridge(_take(counts, index)), bool)
             for flag in (False, True):
-                if ridge[ridge == flag].size:
+                if np.any(ridge == flag):
                     yield kind, flag, index[ridge == flag]
         else:
             yield kind, False, index

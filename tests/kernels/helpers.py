@@ -105,3 +105,16 @@ def random_counts(n: int, seed: int, known_share: float = 0.0) -> Counts:
     )
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(np.arange(n))
     return jax.tree.map(np.asarray, jax.vmap(draw_counts)(keys, d))
+
+
+def agreement_lanes() -> tuple[pd.DataFrame, Counts]:
+    """The published table and the lanes NUTS is checked on against quadrature.
+
+    The table's expected counts, then 120 tuples drawn across the issue's
+    ranges (a tenth with ρ, η known): tests/kernels/test_nuts.py asserts the
+    issue's bounds on them, scripts/nuts_agreement.py records what it measures.
+    """
+    table = published_table()
+    drawn = random_counts(120, seed=11, known_share=0.1)
+    lanes = jax.tree.map(lambda a, b: np.concatenate([a, b]), published_counts(table), drawn)
+    return table, lanes

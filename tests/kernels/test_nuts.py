@@ -14,17 +14,14 @@ from kernels.nuts import NUTSSettings, sample_fit, sampler_key, summarize_draws
 from kernels.ridge import prefers_ridge
 from kernels.summaries import epsilon
 from sweep.fits import fit_lanes, lane_keys
-from tests.kernels.helpers import counts, published_counts, published_table, random_counts
+from tests.kernels.helpers import agreement_lanes, counts
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def agreement():
-    table = published_table()
-    published = published_counts(table)
-    drawn = random_counts(120, seed=11, known_share=0.1)
-    c = jax.tree.map(lambda a, b: np.concatenate([a, b]), published, drawn)
+    table, c = agreement_lanes()
     b = len(c.n_m)
     keys = lane_keys(3, np.stack([np.arange(b), np.ones(b)], 1), np.zeros(b))
     exact = fit_lanes(c, keys, "quadrature")
