@@ -1,12 +1,20 @@
-"""The quadrature's own error: the default rule against one with at least twice the nodes.
+"""The quadrature's own error, against a finer rule and against an exact finite sum.
 
-On full-model lanes of ``random_counts(n, seed)`` (tests/kernels/helpers.py:
-N_M to 1e7, N_Φ and N_ρη to 1e6, edge cases included), prints and writes as
-JSON under benchmarks/results/ the worst and median |Δ posterior SD| and the
-worst |Δ mean|. tests/kernels/test_quadrature.py asserts the issue's 1e-5 on the
-first of these sets; this records all of them.
+Two references, on full-model lanes of ``random_counts(n, seed)``
+(tests/kernels/helpers.py: N_M to 1e7, N_Φ and N_ρη to 1e6, edge cases included):
 
-Usage: python scripts/quadrature_accuracy.py [--sets 120:3 240:4 400:7 300:21] [--out DIR]
+  * every lane: the same quadrature with at least twice the nodes in every rule;
+  * lanes with N_M ≤ ``--exact-max-nm``: the exact α-marginal as a finite
+    mixture of Betas over the latent count of adequate metric-rated outputs
+    (``tests.kernels.helpers.mixture_posterior``), independent of the quadrature.
+
+Prints and writes as JSON under benchmarks/results/ the worst and median
+|Δ posterior SD| and the worst |Δ mean| and |Δ interval end| (95 % central
+interval) for each set. tests/kernels/test_quadrature.py asserts the issue's
+1e-5 on smaller sets of the same kind; this records all of them.
+
+Usage: python scripts/quadrature_accuracy.py [--sets 120:3 240:4 400:7 300:21]
+           [--exact-max-nm 2000] [--out DIR]
 """
 
 from __future__ import annotations
@@ -26,51 +34,90 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers
 
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
+from kernels.counts import Counts  # noqa: E402
 from kernels.quadrature import QuadratureRule, model_kind, posterior_summary  # noqa: E402
-from tests.kernels.helpers import random_counts  # noqa: E402
+from tests.kernels.helpers import mixture_posterior, random_counts  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
 FINE = QuadratureRule(64, 32, 24, 30.0, 36.0)
+LEVEL = 0.95
 
 
-def summaries(counts, rule: QuadratureRule):
-    fn = jax.jit(jax.vmap(lambda c: posterior_summary(c, "full", 0.95, rule)))
-    return jax.tree.map(np.asarray, fn(counts))
+def summaries(counts: Counts, rule: QuadratureRule) -> np.ndarray:
+    """``(B, 4)``: posterior mean, SD, interval ends of the full-model lanes ``counts``."""
+    fn = jax.jit(jax.vmap(lambda c: posterior_summary(c, "full", LEVEL, rule)))
+    return np.stack([np.asarray(v) for v in fn(counts)], axis=1)
+
+
+def exact_summaries(counts: Counts) -> np.ndarray:
+    """``(B, 4)`` as :func:`summaries`, from the exact finite mixture (N_M up to a few thousand)."""
+    rows = []
+    for i in range(len(counts.n_m)):
+        mixture = mixture_posterior(counts, i)
+        tail = 0.5 * (1.0 - LEVEL)
+        rows.append((*mixture.moments(), mixture.quantile(tail), mixture.quantile(1.0 - tail)))
+    return np.array(rows).reshape(-1, 4)
+
+
+def errors(ours: np.ndarray, reference: np.ndarray) -> dict:
+    """Worst and median |Δ SD|, worst |Δ mean| and |Δ interval end|."""
+    delta = np.abs(ours - reference)
+    if len(delta) == 0:
+        return {"lanes": 0}
+    return {
+        "lanes": len(delta),
+        "sd_max_error": float(delta[:, 1].max()),
+        "sd_median_error": float(np.median(delta[:, 1])),
+        "mean_max_error": float(delta[:, 0].max()),
+        "interval_max_error": float(delta[:, 2:].max()),
+    }
+
+
+def full_lanes(n: int, seed: int) -> Counts:
+    c = random_counts(n, seed)
+    full = model_kind(c.n_m, c.rho_eta_known) == 2
+    return jax.tree.map(lambda x: x[full], c)
 
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", default=["120:3", "240:4", "400:7", "300:21"])
+    parser.add_argument("--exact-max-nm", type=float, default=2000.0)
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args(argv)
+    rule = QuadratureRule()
     rows = []
     for item in args.sets:
         n, seed = (int(v) for v in item.split(":"))
-        c = random_counts(n, seed)
-        full = model_kind(c.n_m, c.rho_eta_known) == 2
-        c = jax.tree.map(lambda x, full=full: x[full], c)
-        coarse, fine = summaries(c, QuadratureRule()), summaries(c, FINE)
-        sd_error = np.abs(coarse.sd - fine.sd)
+        c = full_lanes(n, seed)
+        ours = summaries(c, rule)
+        small = np.asarray(c.n_m) <= args.exact_max_nm
+        exact = exact_summaries(jax.tree.map(lambda x, small=small: x[small], c))
         rows.append(
             {
                 "n": n,
                 "seed": seed,
-                "full_lanes": int(full.sum()),
-                "sd_max_error": float(sd_error.max()),
-                "sd_median_error": float(np.median(sd_error)),
-                "mean_max_error": float(np.abs(coarse.mean - fine.mean).max()),
+                "against_finer_rule": errors(ours, summaries(c, FINE)),
+                "against_exact_sum": errors(ours[small], exact),
             }
         )
-    errors = np.array([r["sd_max_error"] for r in rows])
     result = {
         **provenance("quadrature_accuracy.py", argv),
-        "rule": QuadratureRule()._asdict(),
+        "rule": rule._asdict(),
         "reference_rule": FINE._asdict(),
+        "exact_max_n_m": args.exact_max_nm,
         "sets": rows,
-        "lanes": sum(r["full_lanes"] for r in rows),
-        "sd_max_error": float(errors.max()),
     }
+    for reference in ("against_finer_rule", "against_exact_sum"):
+        parts = [r[reference] for r in rows if r[reference]["lanes"]]
+        result[reference] = {
+            "lanes": sum(p["lanes"] for p in parts),
+            **{
+                key: max(p[key] for p in parts)
+                for key in ("sd_max_error", "mean_max_error", "interval_max_error")
+            },
+        }
     print(json.dumps(result, indent=2))
     write_record(result, args.out, f"quadrature-accuracy-{jax.devices()[0].platform}")
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pathlib
+from typing import NamedTuple
 
 import jax
 import numpy as np
 import pandas as pd
+from scipy import optimize
+from scipy.special import betainc, betaln, gammaln
 
 from kernels.counts import Counts, Design, draw_counts, expected_counts
 
@@ -118,3 +121,70 @@ def agreement_lanes() -> tuple[pd.DataFrame, Counts]:
     drawn = random_counts(120, seed=11, known_share=0.1)
     lanes = jax.tree.map(lambda a, b: np.concatenate([a, b]), published_counts(table), drawn)
     return table, lanes
+
+
+class MixturePosterior(NamedTuple):
+    """The exact α-marginal of one full-model lane as a finite mixture of Betas.
+
+    Attributes:
+        weights: ``(N_M + 1,)`` posterior probabilities of K, the number of
+            truly adequate outputs among the metric-only ones.
+        a: ``(N_M + 1,)`` first Beta parameter of α given K.
+        b: ``(N_M + 1,)`` second Beta parameter of α given K.
+    """
+
+    weights: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+    def moments(self) -> tuple[float, float]:
+        """Posterior mean and SD of α."""
+        total = self.a + self.b
+        mean = np.sum(self.weights * self.a / total)
+        second = np.sum(self.weights * self.a * (self.a + 1.0) / (total * (total + 1.0)))
+        return float(mean), float(np.sqrt(second - mean * mean))
+
+    def quantile(self, q: float) -> float:
+        """The q-quantile of α, from the mixture's CDF (regularised incomplete Betas)."""
+        keep = self.weights > 1e-300
+        w, a, b = self.weights[keep], self.a[keep], self.b[keep]
+        return optimize.brentq(lambda x: np.sum(w * betainc(a, b, x)) - q, 0.0, 1.0, xtol=1e-15)
+
+
+def mixture_posterior(c: Counts, i: int) -> MixturePosterior:
+    """Lane ``i``'s exact α-marginal in the full model (ρ, η unknown), by data augmentation.
+
+    Split the m₊ positive metric ratings into k true and m₊ − k false
+    positives and the N_M − m₊ negative ones into j false and the rest true
+    negatives. Given (k, j) all three Beta priors are conjugate, so
+
+        w(k, j) ∝ C(m₊, k)·C(N_M − m₊, j)·B(a_α + k + j, b_α + N_M − k − j)
+                  ·B(a_ρ + k, b_ρ + j)·B(a_η + N_M − m₊ − j, b_η + m₊ − k)
+
+    and α | k, j ~ Beta(a_α + K, b_α + N_M − K) with K = k + j. This is the
+    binomial expansion of p^m₊·(1 − p)^(N_M − m₊): an exact finite sum, and an
+    independent reference for the quadrature. Its cost grows as N_M², so keep
+    N_M to a few thousand.
+    """
+    a_a, b_a = c.n_pos[i] + 1.0, c.n_phi[i] - c.n_pos[i] + 1.0
+    a_r, b_r = c.n_tp[i] + 1.0, c.n_pos_paired[i] - c.n_tp[i] + 1.0
+    a_e, b_e = c.n_tn[i] + 1.0, c.n_neg_paired[i] - c.n_tn[i] + 1.0
+    m, n = int(c.m_pos[i]), int(c.n_m[i])
+    k = np.arange(m + 1.0)[:, None]
+    j = np.arange(n - m + 1.0)[None, :]
+    log_w = (
+        gammaln(m + 1.0)
+        - gammaln(k + 1.0)
+        - gammaln(m - k + 1.0)
+        + gammaln(n - m + 1.0)
+        - gammaln(j + 1.0)
+        - gammaln(n - m - j + 1.0)
+        + betaln(a_a + k + j, b_a + n - k - j)
+        + betaln(a_r + k, b_r + j)
+        + betaln(a_e + n - m - j, b_e + m - k)
+    )
+    w = np.exp(log_w - log_w.max())
+    big_k = (k + j).astype(np.int64)
+    weights = np.bincount(big_k.ravel(), w.ravel(), minlength=n + 1)
+    total_k = np.arange(n + 1.0)
+    return MixturePosterior(weights / weights.sum(), a_a + total_k, b_a + n - total_k)
