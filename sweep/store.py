@@ -238,6 +238,14 @@ def open_store(out: str | Path, spec: SweepSpec, shard_rows: list[int], create: 
         raise SweepError(f"--out: {str(out)!r} is a file, not a directory")
     if manifest_path.exists():
         manifest = read_manifest(out)
+        if manifest.get("version") != __version__:
+            # The kernels' numbers change between versions: one sweep, one version.
+            raise SweepError(
+                f"--out: {str(out)!r} was written by binmetric-sweep "
+                f"{manifest.get('version')}, and this is {__version__}, whose kernels may "
+                "give different numbers; finish it with that version, or give a fresh --out "
+                "directory"
+            )
         changed = _differences(manifest.get("sweep"), spec.canonical())
         if changed:
             raise SweepError(

@@ -147,6 +147,17 @@ def test_another_sweep_in_the_same_directory_is_refused_naming_the_change(tmp_pa
     assert sorted(p.name for p in out.rglob("*")) == before
 
 
+def test_a_directory_written_by_another_version_is_refused(tmp_path):
+    out = tmp_path / "out"
+    sweep.run(tiny(), out)
+    manifest = json.loads((out / "sweep.json").read_text())
+    (out / "sweep.json").write_text(json.dumps({**manifest, "version": "0.0.1"}))
+    before = sorted(p.name for p in out.rglob("*"))
+    with pytest.raises(SweepError, match=r"written by binmetric-sweep 0\.0\.1, and this is"):
+        sweep.run(tiny(), out)
+    assert sorted(p.name for p in out.rglob("*")) == before
+
+
 def test_seed_changes_sampled_counts_but_not_expected_ones(tmp_path):
     a = sweep.run(tiny(seed=1, shard_size=64), tmp_path / "a").out
     b = sweep.run(tiny(seed=2, shard_size=64), tmp_path / "b").out
