@@ -2,6 +2,7 @@ import jax
 import numpy as np
 import pytest
 from scipy import integrate, stats
+from scipy.special import betaln, gammaln, logsumexp
 
 from kernels.quadrature import QuadratureRule, model_kind, posterior_summary
 from kernels.summaries import epsilon
@@ -95,6 +96,44 @@ def test_full_kind_agrees_with_a_much_finer_rule():
     assert np.max(np.abs(coarse.sd - fine.sd)) < 1e-5
     assert np.median(np.abs(coarse.sd - fine.sd)) < 1e-7
     assert np.max(np.abs(coarse.mean - fine.mean)) < 2e-4
+
+
+def test_the_mixture_reference_matches_a_beta_moment_expansion():
+    # Where every metric rating is positive, Λ(α) = E[(αρ + (1 − α)(1 − η))^N]
+    # expands in Beta moments, leaving a 1-D integral over α: a check of
+    # helpers.mixture_posterior by other means (its j axis is then empty).
+    a_r, b_r, a_e, b_e, n, n_phi = 910, 1, 415, 212, 105, 20
+    k = np.arange(n + 1)
+    log_terms = (
+        gammaln(n + 1)
+        - gammaln(k + 1)
+        - gammaln(n - k + 1)
+        + betaln(a_r + k, b_r)
+        + betaln(a_e, b_e + n - k)
+    )
+
+    def moment(j):
+        def density(a):
+            log_lambda = logsumexp(log_terms + k * np.log(a) + (n - k) * np.log1p(-a))
+            return a**j * np.exp(n_phi * np.log(a) + log_lambda)
+
+        points = [0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995]
+        return integrate.quad(density, 0, 1, points=points, epsrel=1e-13, limit=1000)[0]
+
+    z = moment(0)
+    c = counts(
+        n_pos=n_phi,
+        n_phi=n_phi,
+        n_tp=a_r - 1,
+        n_pos_paired=a_r + b_r - 2,
+        n_tn=a_e - 1,
+        n_neg_paired=a_e + b_e - 2,
+        m_pos=n,
+        n_m=n,
+    )
+    mean, sd = mixture_posterior(c, 0).moments()
+    assert mean == pytest.approx(moment(1) / z, abs=1e-10)
+    assert sd == pytest.approx(np.sqrt(moment(2) / z - (moment(1) / z) ** 2), abs=1e-10)
 
 
 def test_full_kind_matches_the_exact_beta_mixture():
