@@ -1,4 +1,4 @@
-"""Designs and counts shared by the kernel tests."""
+"""Designs, counts and an exact reference posterior shared by the kernel tests and scripts."""
 
 from __future__ import annotations
 
