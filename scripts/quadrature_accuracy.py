@@ -6,7 +6,7 @@ Two references, on full-model lanes of ``random_counts(n, seed)``
   * every lane: the same quadrature with at least twice the nodes in every rule;
   * lanes with N_M ≤ ``--exact-max-nm``: the exact α-marginal as a finite
     mixture of Betas over the latent count of adequate metric-rated outputs
-    (``tests.kernels.helpers.mixture_posterior``), independent of the quadrature.
+    (``tests.kernels.helpers.exact_summaries``), independent of the quadrature.
 
 Prints and writes as JSON under benchmarks/results/ the worst and median
 |Δ posterior SD| and the worst |Δ mean| and |Δ interval end| (95 % central
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from kernels.counts import Counts  # noqa: E402
-from kernels.quadrature import QuadratureRule, model_kind, posterior_summary  # noqa: E402
-from tests.kernels.helpers import mixture_posterior, random_counts  # noqa: E402
+from kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
+from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
 FINE = QuadratureRule(64, 32, 24, 30.0, 36.0)
@@ -47,16 +47,6 @@ def summaries(counts: Counts, rule: QuadratureRule) -> np.ndarray:
     """``(B, 4)``: posterior mean, SD, interval ends of the full-model lanes ``counts``."""
     fn = jax.jit(jax.vmap(lambda c: posterior_summary(c, "full", LEVEL, rule)))
     return np.stack([np.asarray(v) for v in fn(counts)], axis=1)
-
-
-def exact_summaries(counts: Counts) -> np.ndarray:
-    """``(B, 4)`` as :func:`summaries`, from the exact finite mixture (N_M up to a few thousand)."""
-    rows = []
-    for i in range(len(counts.n_m)):
-        mixture = mixture_posterior(counts, i)
-        tail = 0.5 * (1.0 - LEVEL)
-        rows.append((*mixture.moments(), mixture.quantile(tail), mixture.quantile(1.0 - tail)))
-    return np.array(rows).reshape(-1, 4)
 
 
 def errors(ours: np.ndarray, reference: np.ndarray) -> dict:
@@ -73,12 +63,6 @@ def errors(ours: np.ndarray, reference: np.ndarray) -> dict:
     }
 
 
-def full_lanes(n: int, seed: int) -> Counts:
-    c = random_counts(n, seed)
-    full = model_kind(c.n_m, c.rho_eta_known) == 2
-    return jax.tree.map(lambda x: x[full], c)
-
-
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -90,10 +74,10 @@ def main(argv=None) -> None:
     rows = []
     for item in args.sets:
         n, seed = (int(v) for v in item.split(":"))
-        c = full_lanes(n, seed)
+        c = full_model_lanes(n, seed)
         ours = summaries(c, rule)
         small = np.asarray(c.n_m) <= args.exact_max_nm
-        exact = exact_summaries(jax.tree.map(lambda x, small=small: x[small], c))
+        exact = exact_summaries(jax.tree.map(lambda x, small=small: x[small], c), LEVEL)
         rows.append(
             {
                 "n": n,

@@ -12,6 +12,7 @@ from scipy import optimize
 from scipy.special import betainc, betaln, gammaln
 
 from kernels.counts import Counts, Design, draw_counts, expected_counts
+from kernels.quadrature import MODEL_KINDS, model_kind
 
 REFERENCE = pathlib.Path(__file__).resolve().parents[3] / "shared" / "reference"
 
@@ -110,6 +111,13 @@ def random_counts(n: int, seed: int, known_share: float = 0.0) -> Counts:
     return jax.tree.map(np.asarray, jax.vmap(draw_counts)(keys, d))
 
 
+def full_model_lanes(n: int, seed: int) -> Counts:
+    """The lanes of ``random_counts(n, seed)`` whose ρ, η are unknown and N_M > 0."""
+    c = random_counts(n, seed)
+    full = model_kind(c.n_m, c.rho_eta_known) == MODEL_KINDS.index("full")
+    return jax.tree.map(lambda x: x[full], c)
+
+
 def agreement_lanes() -> tuple[pd.DataFrame, Counts]:
     """The published table and the lanes NUTS is checked on against quadrature.
 
@@ -188,3 +196,16 @@ def mixture_posterior(c: Counts, i: int) -> MixturePosterior:
     weights = np.bincount(big_k.ravel(), w.ravel(), minlength=n + 1)
     total_k = np.arange(n + 1.0)
     return MixturePosterior(weights / weights.sum(), a_a + total_k, b_a + n - total_k)
+
+
+def exact_summaries(c: Counts, level: float = 0.95) -> np.ndarray:
+    """``(B, 4)``: exact posterior mean, SD and central ``level`` interval of α per lane.
+
+    From :func:`mixture_posterior`, so full-model lanes with N_M up to a few thousand.
+    """
+    tail = 0.5 * (1.0 - level)
+    rows = []
+    for i in range(len(c.n_m)):
+        mixture = mixture_posterior(c, i)
+        rows.append((*mixture.moments(), mixture.quantile(tail), mixture.quantile(1.0 - tail)))
+    return np.array(rows).reshape(-1, 4)

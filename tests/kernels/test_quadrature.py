@@ -4,14 +4,15 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import betaln, gammaln, logsumexp
 
-from kernels.quadrature import QuadratureRule, model_kind, posterior_summary
+from kernels.quadrature import QuadratureRule, posterior_summary
 from kernels.summaries import epsilon
 from tests.kernels.helpers import (
     counts,
+    exact_summaries,
+    full_model_lanes,
     mixture_posterior,
     published_counts,
     published_table,
-    random_counts,
 )
 
 
@@ -85,9 +86,7 @@ def test_full_kind_without_metric_data_is_the_beta():
 
 
 def test_full_kind_agrees_with_a_much_finer_rule():
-    c = random_counts(120, seed=3)
-    full = model_kind(c.n_m, c.rho_eta_known) == 2
-    c = jax.tree.map(lambda x: x[full], c)
+    c = full_model_lanes(120, seed=3)
     coarse = summarize(c, "full")
     fine = summarize(c, "full", QuadratureRule(64, 32, 24, 30.0, 36.0))
     assert np.all(np.isfinite(coarse.sd))
@@ -144,8 +143,8 @@ def test_full_kind_matches_the_exact_beta_mixture():
     # t = 1; 8e-5 off in SD before the t rule split its tails), no adequate
     # human rating (P = 0), no inadequate one (N_ρη − P = 0), no human or
     # paired rating at all, no positive metric rating, and ρ + η < 1.
-    drawn = random_counts(150, seed=3)
-    keep = (model_kind(drawn.n_m, drawn.rho_eta_known) == 2) & (drawn.n_m <= 1500)
+    drawn = full_model_lanes(150, seed=3)
+    keep = drawn.n_m <= 1500
     edges = counts(
         n_pos=[20, 0, 100, 0, 30, 40],
         n_phi=[20, 100, 100, 0, 100, 100],
@@ -158,11 +157,7 @@ def test_full_kind_matches_the_exact_beta_mixture():
     )
     c = jax.tree.map(lambda x, y: np.concatenate([x[keep], y]), drawn, edges)
     s = summarize(c, "full")
-    exact = []
-    for i in range(len(c.n_m)):
-        mixture = mixture_posterior(c, i)
-        exact.append((*mixture.moments(), mixture.quantile(0.025), mixture.quantile(0.975)))
-    exact = np.array(exact)
+    exact = exact_summaries(c, 0.95)
     assert len(exact) >= 50
     error = np.abs(np.stack([s.mean, s.sd, s.ci_low, s.ci_high], axis=1) - exact)
     # Measured here: worst 5.6e-6 in SD (N_ρη − P = 0), 6.9e-6 at an interval
