@@ -9,9 +9,10 @@ Two references, on full-model lanes of ``random_counts(n, seed)``
     (``tests.kernels.helpers.exact_summaries``), independent of the quadrature.
 
 Prints and writes as JSON under benchmarks/results/ the worst and median
-|Δ posterior SD| and the worst |Δ mean| and |Δ interval end| (95 % central
-interval) for each set. tests/kernels/test_quadrature.py asserts the issue's
-1e-5 on smaller sets of the same kind; this records all of them.
+|Δ posterior SD|, the worst |Δ mean|, and the worst and median |Δ interval
+end| (95 % central interval) with the number of lanes beyond 1e-6, for each
+set. tests/kernels/test_quadrature.py asserts the issue's 1e-5 on smaller sets
+of the same kind; this records all of them.
 
 Usage: python scripts/quadrature_accuracy.py [--sets 120:3 240:4 400:7 300:21]
            [--exact-max-nm 2000] [--out DIR]
@@ -60,6 +61,8 @@ def errors(ours: np.ndarray, reference: np.ndarray) -> dict:
         "sd_median_error": float(np.median(delta[:, 1])),
         "mean_max_error": float(delta[:, 0].max()),
         "interval_max_error": float(delta[:, 2:].max()),
+        "interval_median_error": float(np.median(delta[:, 2:].max(axis=1))),
+        "interval_lanes_beyond_1e-6": int(np.sum(delta[:, 2:].max(axis=1) > 1e-6)),
     }
 
 
@@ -101,6 +104,7 @@ def main(argv=None) -> None:
                 key: max(p[key] for p in parts)
                 for key in ("sd_max_error", "mean_max_error", "interval_max_error")
             },
+            "interval_lanes_beyond_1e-6": sum(p["interval_lanes_beyond_1e-6"] for p in parts),
         }
     print(json.dumps(result, indent=2))
     write_record(result, args.out, f"quadrature-accuracy-{jax.devices()[0].platform}")
