@@ -30,6 +30,7 @@ from numpyro.infer.hmc import hmc
 from kernels.counts import Counts
 from kernels.logdensity import logdensity
 from kernels.ridge import prefers_ridge, ridge_logdensity, ridge_position
+from kernels.stepwise import run_lanes
 
 Array = jax.Array
 
@@ -41,6 +42,7 @@ __all__ = [
     "initial_position",
     "sample_chain",
     "sample_fit",
+    "sample_fits",
     "summarize_draws",
 ]
 
@@ -65,6 +67,12 @@ class NUTSSettings(NamedTuple):
         ridge: sample metric-dominated lanes of the full model in ridge
             coordinates (:mod:`kernels.ridge`); off, every lane uses the
             logits of (α, ρ, η).
+        loop: what one iteration of the vmapped loop advances: ``"leapfrog"``
+            (:mod:`kernels.stepwise`: one leapfrog step of every lane, so lanes
+            do not wait for each other's trajectories) or ``"transition"``
+            (NumPyro's ``sample_kernel``: one whole transition of every lane,
+            the batch running each transition's longest trajectory). Both
+            are the same NUTS; ``dense_mass`` always runs ``"transition"``.
     """
 
     chains: int = 4
@@ -76,6 +84,7 @@ class NUTSSettings(NamedTuple):
     dense_mass: bool = False
     record_steps: bool = False
     ridge: bool = True
+    loop: str = "leapfrog"
 
 
 class ChainDraws(NamedTuple):
@@ -87,12 +96,15 @@ class ChainDraws(NamedTuple):
         tree_depth: ``(chains,)`` mean NUTS tree depth after warm-up.
         steps: ``(chains,)`` leapfrog steps after warm-up, or ``(chains,
             samples)`` per transition with ``record_steps``.
+        leapfrogs: ``(chains,)`` leapfrog steps in all: warm-up and draws,
+            and with ``loop="leapfrog"`` the step-size searches.
     """
 
     alpha: Array
     divergences: Array
     tree_depth: Array
     steps: Array
+    leapfrogs: Array
 
 
 class DrawSummary(NamedTuple):
@@ -161,6 +173,19 @@ def _potential_fn_gen(counts: Counts, ridge: Array | bool):
     )
 
 
+def _coordinates(counts: Counts, settings: NUTSSettings, dim: int, ridge):
+    """The lane's coordinates: ``ridge`` as in :func:`sample_chain`, resolved."""
+    if settings.loop not in ("leapfrog", "transition"):
+        raise ValueError(f"loop must be 'leapfrog' or 'transition', got {settings.loop!r}")
+    if dim != 3 or not settings.ridge:
+        return False
+    return prefers_ridge(counts) if ridge is None else ridge
+
+
+def _stepwise(settings: NUTSSettings) -> bool:
+    return settings.loop == "leapfrog" and not settings.dense_mass
+
+
 def sample_chain(
     key: Array, counts: Counts, settings: NUTSSettings, dim: int, ridge: bool | None = None
 ) -> ChainDraws:
@@ -180,14 +205,15 @@ def sample_chain(
         :class:`ChainDraws` of one chain (no chain axis).
     """
     init_key, run_key = jax.random.split(key)
-    if dim != 3 or not settings.ridge:
-        ridge = False
-    elif ridge is None:
-        ridge = prefers_ridge(counts)
+    ridge = _coordinates(counts, settings, dim, ridge)
+    position = initial_position(init_key, counts, dim, ridge)
+    if _stepwise(settings):
+        one = jax.tree.map(lambda x: jnp.asarray(x)[None], (run_key, position, counts, ridge))
+        return jax.tree.map(lambda x: x[0], _run_stepwise(*one, settings))
     model_args = (counts, ridge)
     init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_fn_gen, algo="NUTS")
     state = init_kernel(
-        initial_position(init_key, counts, dim, ridge),
+        position,
         settings.warmup,
         dense_mass=settings.dense_mass,
         target_accept_prob=settings.target_accept,
@@ -200,13 +226,14 @@ def sample_chain(
     )
 
     def warm(state, _):
-        return sample_kernel(state, model_args=model_args), None
+        state = sample_kernel(state, model_args=model_args)
+        return state, state.num_steps
 
     def draw(state, _):
         state = sample_kernel(state, model_args=model_args)
         return state, (jax.nn.sigmoid(state.z[0]), state.diverging, state.num_steps)
 
-    state, _ = jax.lax.scan(warm, state, None, length=settings.warmup)
+    state, warm_steps = jax.lax.scan(warm, state, None, length=settings.warmup)
     _, (alpha, diverging, steps) = jax.lax.scan(draw, state, None, length=settings.samples)
     depth = jnp.log2(steps.astype(alpha.dtype) + 1.0)
     return ChainDraws(
@@ -214,7 +241,39 @@ def sample_chain(
         divergences=jnp.sum(diverging.astype(jnp.int32)),
         tree_depth=jnp.mean(depth),
         steps=steps if settings.record_steps else jnp.sum(steps),
+        leapfrogs=jnp.sum(warm_steps) + jnp.sum(steps),
     )
+
+
+def _run_stepwise(run_keys, positions, counts: Counts, ridge, settings: NUTSSettings) -> ChainDraws:
+    """:func:`kernels.stepwise.run_lanes` on L chains (leading ``(L,)``) as :class:`ChainDraws`."""
+    if isinstance(ridge, bool):  # one static choice: each step evaluates one density
+        gen, args = (lambda c: _potential_fn_gen(c, ridge)), (counts,)
+    else:
+        gen, args = _potential_fn_gen, (counts, jnp.broadcast_to(ridge, run_keys.shape[:1]))
+    state = run_lanes(
+        run_keys,
+        positions,
+        gen,
+        args,
+        settings.warmup,
+        settings.samples,
+        settings.target_accept,
+        settings.max_tree_depth,
+        settings.warmup_max_tree_depth,
+        settings.record_steps,
+    )
+    return ChainDraws(
+        alpha=state.alpha,
+        divergences=state.divergences,
+        tree_depth=state.depth_sum / settings.samples,
+        steps=state.steps,
+        leapfrogs=state.leapfrogs,
+    )
+
+
+def _chain_keys(key: Array, chains: int) -> Array:
+    return jax.vmap(lambda c: jax.random.fold_in(key, c))(jnp.arange(chains))
 
 
 def sample_fit(
@@ -222,10 +281,38 @@ def sample_fit(
 ) -> ChainDraws:
     """All chains of one fit (chain c uses ``fold_in(key, c)``), vmapped over chains.
 
-    ``ridge`` as in :func:`sample_chain`.
+    ``ridge`` as in :func:`sample_chain`. For a batch of fits use
+    :func:`sample_fits`: with ``loop="leapfrog"`` it runs every chain of every
+    fit in one loop, where vmapping this function would not.
     """
-    keys = jax.vmap(lambda c: jax.random.fold_in(key, c))(jnp.arange(settings.chains))
+    keys = _chain_keys(key, settings.chains)
     return jax.vmap(lambda k: sample_chain(k, counts, settings, dim, ridge))(keys)
+
+
+def sample_fits(
+    keys: Array, counts: Counts, settings: NUTSSettings, dim: int, ridge: bool | None = None
+) -> ChainDraws:
+    """:func:`sample_fit` for a batch: ``keys`` ``(B,)`` and counts with leading ``(B,)``.
+
+    Returns :class:`ChainDraws` with leading ``(B, chains)``; each fit's draws
+    equal :func:`sample_fit`'s for its key and counts.
+    """
+    if not _stepwise(settings):
+        return jax.vmap(lambda k, c: sample_fit(k, c, settings, dim, ridge))(keys, counts)
+    b, chains = keys.shape[0], settings.chains
+    chain_keys = jax.vmap(lambda k: _chain_keys(k, chains))(keys).reshape(b * chains)
+    init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(chain_keys), 1, 0)
+    lane_counts = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x), chains, axis=0), counts)
+    if isinstance(ridge, bool) or dim != 3 or not settings.ridge:
+        lane_ridge = _coordinates(counts, settings, dim, bool(ridge))
+        ridge_axis = None
+    else:
+        lane_ridge, ridge_axis = jax.vmap(prefers_ridge)(lane_counts), 0
+    positions = jax.vmap(
+        lambda k, c, r: initial_position(k, c, dim, r), in_axes=(0, 0, ridge_axis)
+    )(init_keys, lane_counts, lane_ridge)
+    draws = _run_stepwise(run_keys, positions, lane_counts, lane_ridge, settings)
+    return jax.tree.map(lambda x: x.reshape(b, chains, *x.shape[1:]), draws)
 
 
 def _bulk_ess(alpha: np.ndarray) -> np.ndarray:

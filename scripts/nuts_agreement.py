@@ -5,9 +5,11 @@ it as JSON under benchmarks/results/): mean error in MCSEs, SD error, R-hat,
 divergences, the published ε by NUTS, and the wall time of the NUTS call.
 ``--natural`` samples every lane in the logits of (α, ρ, η) and
 ``--warmup-depth 10`` lifts the warm-up tree-depth cap, to reproduce what the
-sampler did before those changes.
+sampler did before those changes; ``--loop transition`` runs NumPyro's
+``sample_kernel`` in lock-step instead of :mod:`kernels.stepwise`.
 
-Usage: python scripts/nuts_agreement.py [--natural] [--warmup-depth 6] [--out DIR]
+Usage: python scripts/nuts_agreement.py [--natural] [--warmup-depth 6]
+           [--loop leapfrog|transition] [--out DIR]
 """
 
 from __future__ import annotations
@@ -39,9 +41,12 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--natural", action="store_true", help="no ridge coordinates")
     parser.add_argument("--warmup-depth", type=int, default=NUTSSettings().warmup_max_tree_depth)
+    parser.add_argument("--loop", choices=["leapfrog", "transition"], default=NUTSSettings().loop)
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args(argv)
-    settings = NUTSSettings(ridge=not args.natural, warmup_max_tree_depth=args.warmup_depth)
+    settings = NUTSSettings(
+        ridge=not args.natural, warmup_max_tree_depth=args.warmup_depth, loop=args.loop
+    )
 
     table, c = agreement_lanes()
     b = len(c.n_m)

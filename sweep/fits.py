@@ -21,7 +21,7 @@ import numpy as np
 
 from kernels.counts import Counts, Design, draw_counts, expected_counts, replicate_key
 from kernels.logdensity import position_size
-from kernels.nuts import NUTSSettings, sample_fit, sampler_key, summarize_draws
+from kernels.nuts import NUTSSettings, sample_fits, sampler_key, summarize_draws
 from kernels.quadrature import MODEL_KINDS, QuadratureRule, model_kind, posterior_summary
 from kernels.ridge import prefers_ridge
 from kernels.summaries import FitResults
@@ -73,10 +73,10 @@ def _quadrature_fn(kind: str, level: float, rule: QuadratureRule):
 
 @cache
 def _nuts_fn(dim: int, settings: NUTSSettings, ridge: bool | None = None):
-    def one(key, counts):
-        return sample_fit(sampler_key(key), counts, settings, dim, ridge)
+    def batch(keys, counts):
+        return sample_fits(jax.vmap(sampler_key)(keys), counts, settings, dim, ridge)
 
-    return jax.jit(jax.vmap(one))
+    return jax.jit(batch)
 
 
 def _take(tree, index):
