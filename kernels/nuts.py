@@ -1,10 +1,19 @@
 """Vectorised NUTS for the α posterior, one lane per (fit × chain).
 
-Built on NumPyro's functional API, ``numpyro.infer.hmc.hmc(potential_fn_gen,
-algo="NUTS")``: its ``init_kernel`` and ``sample_kernel`` are pure functions of
-an ``HMCState``, so :func:`sample_chain` runs one chain (warm-up with its own
-step-size and mass-matrix adaptation, then draws) as a ``lax.scan``, and
-callers ``jax.vmap`` it over chains and fits. Nothing here is jitted.
+Two loops run the same NUTS (``NUTSSettings.loop``):
+
+* ``"leapfrog"`` (default): :mod:`kernels.stepwise`, NumPyro's NUTS with its
+  tree building made explicit state, one leapfrog step of every lane per
+  iteration, so that lanes never wait for each other's trajectories;
+  :func:`sample_fits` runs every chain of a batch of fits in one loop.
+* ``"transition"``: NumPyro's functional API, ``numpyro.infer.hmc.hmc(
+  potential_fn_gen, algo="NUTS")``, whose ``init_kernel`` and
+  ``sample_kernel`` are pure functions of an ``HMCState``; a chain is a
+  ``lax.scan`` of transitions, vmapped over chains and fits, and in every
+  transition the batch runs its longest trajectory.
+
+Each chain warms up with its own step-size and mass-matrix adaptation, then
+draws. Nothing here is jitted.
 
 Each lane runs in the logits of (α, ρ, η) or, where the metric-only ratings
 dominate, in the ridge coordinates of :mod:`kernels.ridge`; the first
