@@ -303,8 +303,10 @@ def sample_fits(
 ) -> ChainDraws:
     """:func:`sample_fit` for a batch: ``keys`` ``(B,)`` and counts with leading ``(B,)``.
 
-    Returns :class:`ChainDraws` with leading ``(B, chains)``; each fit's draws
-    equal :func:`sample_fit`'s for its key and counts.
+    Returns :class:`ChainDraws` with leading ``(B, chains)``; each fit runs the
+    chains :func:`sample_fit` runs for its key and counts (the same numbers up
+    to rounding, where the two compiled programs differ; a lane's draws never
+    depend on the other fits in the batch).
     """
     if not _stepwise(settings):
         return jax.vmap(lambda k, c: sample_fit(k, c, settings, dim, ridge))(keys, counts)
