@@ -183,15 +183,16 @@ def _potential_fn_gen(counts: Counts, ridge: Array | bool):
 
 
 def _coordinates(counts: Counts, settings: NUTSSettings, dim: int, ridge):
-    """The lane's coordinates: ``ridge`` as in :func:`sample_chain`, resolved."""
-    if settings.loop not in ("leapfrog", "transition"):
-        raise ValueError(f"loop must be 'leapfrog' or 'transition', got {settings.loop!r}")
+    """``ridge`` as in :func:`sample_chain`, resolved: a static bool, or per lane of ``counts``."""
     if dim != 3 or not settings.ridge:
         return False
     return prefers_ridge(counts) if ridge is None else ridge
 
 
 def _stepwise(settings: NUTSSettings) -> bool:
+    """Whether ``settings`` run the leapfrog loop (:mod:`kernels.stepwise`)."""
+    if settings.loop not in ("leapfrog", "transition"):
+        raise ValueError(f"loop must be 'leapfrog' or 'transition', got {settings.loop!r}")
     return settings.loop == "leapfrog" and not settings.dense_mass
 
 
@@ -217,8 +218,10 @@ def sample_chain(
     ridge = _coordinates(counts, settings, dim, ridge)
     position = initial_position(init_key, counts, dim, ridge)
     if _stepwise(settings):
-        one = jax.tree.map(lambda x: jnp.asarray(x)[None], (run_key, position, counts, ridge))
-        return jax.tree.map(lambda x: x[0], _run_stepwise(*one, settings))
+        # A batch of one; a static choice of coordinates stays static.
+        one = jax.tree.map(lambda x: jnp.asarray(x)[None], (run_key, position, counts))
+        lane_ridge = ridge if isinstance(ridge, bool) else jnp.asarray(ridge)[None]
+        return jax.tree.map(lambda x: x[0], _run_stepwise(*one, lane_ridge, settings))
     model_args = (counts, ridge)
     init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_fn_gen, algo="NUTS")
     state = init_kernel(
@@ -259,7 +262,7 @@ def _run_stepwise(run_keys, positions, counts: Counts, ridge, settings: NUTSSett
     if isinstance(ridge, bool):  # one static choice: each step evaluates one density
         gen, args = (lambda c: _potential_fn_gen(c, ridge)), (counts,)
     else:
-        gen, args = _potential_fn_gen, (counts, jnp.broadcast_to(ridge, run_keys.shape[:1]))
+        gen, args = _potential_fn_gen, (counts, ridge)
     state = run_lanes(
         run_keys,
         positions,
@@ -314,11 +317,8 @@ def sample_fits(
     chain_keys = jax.vmap(lambda k: _chain_keys(k, chains))(keys).reshape(b * chains)
     init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(chain_keys), 1, 0)
     lane_counts = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x), chains, axis=0), counts)
-    if isinstance(ridge, bool) or dim != 3 or not settings.ridge:
-        lane_ridge = _coordinates(counts, settings, dim, bool(ridge))
-        ridge_axis = None
-    else:
-        lane_ridge, ridge_axis = jax.vmap(prefers_ridge)(lane_counts), 0
+    lane_ridge = _coordinates(lane_counts, settings, dim, ridge)
+    ridge_axis = None if isinstance(lane_ridge, bool) else 0
     positions = jax.vmap(
         lambda k, c, r: initial_position(k, c, dim, r), in_axes=(0, 0, ridge_axis)
     )(init_keys, lane_counts, lane_ridge)
