@@ -4,7 +4,8 @@ Measures, on whatever device JAX has:
   * quadrature posteriors/s and batched NUTS fits/s at several batch sizes,
     NUTS with each of its loops (``NUTSSettings.loop``): "leapfrog"
     (kernels/stepwise.py, the default) and "transition" (NumPyro's
-    ``sample_kernel`` in lock-step), with their ratio;
+    ``sample_kernel`` in lock-step), with their ratio; every program is
+    compiled before its timing starts, so these are the fits' times alone;
   * the conventional baseline: one NumPyro ``MCMC`` per configuration,
     5 chains × (2000 warm-up + 10000 draws), one configuration after another;
   * the ratio of batched NUTS (each loop, 4× the draws: see :func:`baseline`)
@@ -16,7 +17,8 @@ Measures, on whatever device JAX has:
     across lanes (draws only), for "leapfrog" the maximum over lanes of each
     lane's total (warm-up, searches and draws).
 
-Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--out DIR]
+Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--lockstep 64]
+           [--out DIR]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 
 import jax
@@ -39,7 +42,7 @@ from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
 from kernels.nuts import NUTSSettings  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
-from sweep.fits import difficulty, fit_lanes, lane_keys  # noqa: E402
+from sweep.fits import difficulty, fit_lanes, lane_keys, plan_chunks  # noqa: E402
 
 
 def sample_designs(n: int, seed: int) -> Design:
@@ -77,21 +80,26 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-def nuts_seconds(counts, keys, settings: NUTSSettings, chunk: int) -> float:
-    """Wall time of the driver's NUTS on these lanes, after a warm-up on one lane."""
-    one = jax.tree.map(lambda x: x[:1], counts)
-    fit_lanes(one, keys[:1], "nuts", nuts=settings, chunk_size=chunk)
-    _, seconds = timed(lambda: fit_lanes(counts, keys, "nuts", nuts=settings, chunk_size=chunk))
+def fit_seconds(counts, keys, method, chunk: int, settings=NUTSSettings()) -> float:
+    """Wall time of the driver's fits of these lanes, its programs compiled beforehand.
+
+    Each chunk's program is compiled ahead (into the persistent compilation
+    cache that :func:`main` sets up), so the time is the fits', not XLA's.
+    """
+    for c in plan_chunks(counts, method, nuts=settings, chunk_size=chunk):
+        lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
+        c.fn.lower(*((lanes,) if c.exact else (keys[c.padded], lanes))).compile()
+    _, seconds = timed(lambda: fit_lanes(counts, keys, method, nuts=settings, chunk_size=chunk))
     return seconds
 
 
 def throughput(n: int, seed: int, settings: NUTSSettings) -> dict:
+    """Fits per second of quadrature and of NUTS with each loop, on the same lanes."""
     counts, keys = lanes(sample_designs(n, seed), seed)
     chunk = min(n, 1024)
-    fit_lanes(jax.tree.map(lambda x: x[:8], counts), keys[:8], "quadrature", chunk_size=chunk)
-    _, quad_s = timed(lambda: fit_lanes(counts, keys, "quadrature", chunk_size=chunk))
-    nuts_s = nuts_seconds(counts, keys, settings._replace(loop="leapfrog"), chunk)
-    transition_s = nuts_seconds(counts, keys, settings._replace(loop="transition"), chunk)
+    quad_s = fit_seconds(counts, keys, "quadrature", chunk)
+    nuts_s = fit_seconds(counts, keys, "nuts", chunk, settings._replace(loop="leapfrog"))
+    transition_s = fit_seconds(counts, keys, "nuts", chunk, settings._replace(loop="transition"))
     return {
         "fits": n,
         "quadrature_per_s": n / quad_s,
@@ -199,9 +207,14 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    # Programs compiled ahead are found here by the timed calls (see fit_seconds).
+    jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="bench-xla-"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     settings = NUTSSettings()
     result = {
         **provenance("bench_kernels.py", argv),
+        "timed": "fits only: every program compiled before its timing starts",
         "nuts_settings": settings._asdict(),
         "throughput": [throughput(n, args.seed, settings) for n in args.sizes],
         "lockstep_efficiency": lockstep(args.lockstep, args.seed, settings),

@@ -12,8 +12,9 @@ its randomness comes from its own key only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,6 +36,8 @@ __all__ = [
     "lane_keys",
     "nuts_chunk_size",
     "difficulty",
+    "plan_chunks",
+    "Chunk",
 ]
 
 #: Chunks are powers of two of at least this many lanes. XLA on CPU compiles
@@ -90,6 +93,15 @@ def _chunks(index: np.ndarray, size: int):
         yield piece, np.concatenate([piece, np.repeat(piece[:1], size - len(piece))])
 
 
+class Chunk(NamedTuple):
+    """One compiled call's worth of lanes: ``piece`` in the output, ``padded`` sent in."""
+
+    piece: np.ndarray
+    padded: np.ndarray
+    exact: bool
+    fn: Callable
+
+
 def fit_lanes(
     counts: Counts,
     keys: jax.Array,
@@ -123,6 +135,51 @@ def fit_lanes(
     out["steps"] = np.zeros(b, np.int64)
     out["exact"] = np.zeros(b, bool)
     out["sd_mcse"] = np.zeros(b)
+    for chunk in plan_chunks(counts, method, level, nuts, rule, chunk_size, memory_budget_bytes):
+        lanes = _take(counts, chunk.padded)
+        n = len(chunk.piece)
+        if chunk.exact:
+            s = jax.device_get(chunk.fn(lanes))
+            values = {
+                "post_mean": s.mean,
+                "post_sd": s.sd,
+                "ci_low": s.ci_low,
+                "ci_high": s.ci_high,
+            }
+        else:
+            draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes))
+            d = summarize_draws(draws.alpha[:n], level)
+            values = {
+                "post_mean": d.mean,
+                "post_sd": d.sd,
+                "ci_low": d.ci_low,
+                "ci_high": d.ci_high,
+                "rhat": d.rhat,
+                "ess": d.ess,
+                "sd_mcse": d.sd_mcse,
+                "divergences": draws.divergences[:n].sum(axis=1),
+                "tree_depth": draws.tree_depth[:n].mean(axis=1),
+                "steps": np.asarray(draws.steps[:n]).reshape(n, -1).sum(axis=1),
+            }
+        for name, value in values.items():
+            out[name][chunk.piece] = np.asarray(value)[:n]
+        out["exact"][chunk.piece] = chunk.exact
+        if on_chunk is not None:
+            on_chunk(n)
+    return FitResults(**out)
+
+
+def plan_chunks(
+    counts: Counts,
+    method: Method,
+    level: float = 0.95,
+    nuts: NUTSSettings = NUTSSettings(),
+    rule: QuadratureRule = QuadratureRule(),
+    chunk_size: int | None = None,
+    memory_budget_bytes: float = 2e9,
+) -> list[Chunk]:
+    """The compiled calls :func:`fit_lanes` makes, in order (arguments as there)."""
+    chunks = []
     for kind, ridge, index in _lane_groups(counts, method, nuts):
         exact = method == "quadrature" or kind == "beta"
         if exact:
@@ -132,38 +189,8 @@ def fit_lanes(
             size = chunk_size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
         size = min(size, _bucket(len(index)))
-        for piece, padded in _chunks(index, size):
-            lanes = _take(counts, padded)
-            n = len(piece)
-            if exact:
-                s = jax.device_get(fn(lanes))
-                values = {
-                    "post_mean": s.mean,
-                    "post_sd": s.sd,
-                    "ci_low": s.ci_low,
-                    "ci_high": s.ci_high,
-                }
-            else:
-                draws = jax.device_get(fn(keys[padded], lanes))
-                d = summarize_draws(draws.alpha[:n], level)
-                values = {
-                    "post_mean": d.mean,
-                    "post_sd": d.sd,
-                    "ci_low": d.ci_low,
-                    "ci_high": d.ci_high,
-                    "rhat": d.rhat,
-                    "ess": d.ess,
-                    "sd_mcse": d.sd_mcse,
-                    "divergences": draws.divergences[:n].sum(axis=1),
-                    "tree_depth": draws.tree_depth[:n].mean(axis=1),
-                    "steps": np.asarray(draws.steps[:n]).reshape(n, -1).sum(axis=1),
-                }
-            for name, value in values.items():
-                out[name][piece] = np.asarray(value)[:n]
-            out["exact"][piece] = exact
-            if on_chunk is not None:
-                on_chunk(n)
-    return FitResults(**out)
+        chunks += [Chunk(piece, padded, exact, fn) for piece, padded in _chunks(index, size)]
+    return chunks
 
 
 def _lane_groups(counts: Counts, method: Method, nuts: NUTSSettings):

@@ -1,0 +1,48 @@
+"""fit_lanes' plan: which compiled calls it makes on which lanes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sweep.fits import MIN_CHUNK, plan_chunks
+from tests.kernels.helpers import counts
+
+
+def mixed_lanes(b: int, seed: int):
+    """``b`` lanes of modest sizes: a third with ρ, η known, a few without metric ratings."""
+    r = np.random.default_rng(seed)
+    n_phi = r.integers(20, 200, b).astype(float)
+    n_pos = r.binomial(n_phi.astype(int), 0.6).astype(float)
+    n_m = r.integers(100, 2000, b).astype(float)
+    n_m[::17] = 0
+    known = np.arange(b) % 3 == 0
+    return counts(
+        n_pos=n_pos,
+        n_phi=n_phi,
+        n_tp=np.where(known, 0, r.binomial(n_pos.astype(int), 0.8)),
+        n_pos_paired=np.where(known, 0, n_pos),
+        n_tn=np.where(known, 0, r.binomial((n_phi - n_pos).astype(int), 0.7)),
+        n_neg_paired=np.where(known, 0, n_phi - n_pos),
+        m_pos=r.binomial(n_m.astype(int), 0.6 * 0.8 + 0.4 * 0.3),
+        n_m=n_m,
+        rho=np.where(known, 0.8, 0.0),
+        eta=np.where(known, 0.7, 0.0),
+        rho_eta_known=known,
+    )
+
+
+def test_every_lane_is_fitted_once_in_power_of_two_calls():
+    c = mixed_lanes(150, seed=4)
+    for method in ("nuts", "quadrature"):
+        chunks = plan_chunks(c, method, chunk_size=64)
+        pieces = np.concatenate([chunk.piece for chunk in chunks])
+        np.testing.assert_array_equal(np.sort(pieces), np.arange(150))
+        for chunk in chunks:
+            size = len(chunk.padded)
+            assert size >= MIN_CHUNK and size & (size - 1) == 0
+            np.testing.assert_array_equal(chunk.padded[: len(chunk.piece)], chunk.piece)
+            assert set(chunk.padded) == set(chunk.piece)  # padding repeats its own lanes
+            # Only lanes without metric ratings (a Beta posterior) are exact under NUTS.
+            assert chunk.exact == (method == "quadrature" or not c.n_m[chunk.piece].any())
+        # One kind of lane per call: the three kinds (and, for NUTS, two coordinates) apart.
+        assert len(chunks) >= 3
