@@ -94,7 +94,16 @@ def _chunks(index: np.ndarray, size: int):
 
 
 class Chunk(NamedTuple):
-    """One compiled call's worth of lanes: ``piece`` in the output, ``padded`` sent in."""
+    """One compiled call of :func:`fit_lanes`.
+
+    Attributes:
+        piece: ``(n,)`` indices of the lanes it fits, into the input.
+        padded: ``(size,)`` the lanes sent in: ``piece``, then repeats of its
+            first lane up to a power of two (see :data:`MIN_CHUNK`).
+        exact: quadrature (or the Beta itself), not NUTS.
+        fn: the jitted kernel, called as ``fn(counts)`` when ``exact``, else
+            ``fn(keys, counts)``, on the ``padded`` lanes.
+    """
 
     piece: np.ndarray
     padded: np.ndarray
