@@ -42,7 +42,7 @@ from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
 from kernels.nuts import NUTSSettings  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
-from sweep.fits import difficulty, fit_lanes, lane_keys, plan_chunks  # noqa: E402
+from sweep.fits import _nuts_fn, difficulty, fit_lanes, lane_keys, plan_chunks  # noqa: E402
 
 
 def sample_designs(n: int, seed: int) -> Design:
@@ -80,8 +80,8 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-def fit_seconds(counts, keys, method, chunk: int, settings=NUTSSettings()) -> float:
-    """Wall time of the driver's fits of these lanes, its programs compiled beforehand.
+def timed_fits(counts, keys, method, chunk: int | None, settings=NUTSSettings()):
+    """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
     Each chunk's program is compiled ahead (into the persistent compilation
     cache that :func:`main` sets up), so the time is the fits', not XLA's.
@@ -89,17 +89,16 @@ def fit_seconds(counts, keys, method, chunk: int, settings=NUTSSettings()) -> fl
     for c in plan_chunks(counts, method, nuts=settings, chunk_size=chunk):
         lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
         c.fn.lower(*((lanes,) if c.exact else (keys[c.padded], lanes))).compile()
-    _, seconds = timed(lambda: fit_lanes(counts, keys, method, nuts=settings, chunk_size=chunk))
-    return seconds
+    return timed(lambda: fit_lanes(counts, keys, method, nuts=settings, chunk_size=chunk))
 
 
 def throughput(n: int, seed: int, settings: NUTSSettings) -> dict:
     """Fits per second of quadrature and of NUTS with each loop, on the same lanes."""
     counts, keys = lanes(sample_designs(n, seed), seed)
     chunk = min(n, 1024)
-    quad_s = fit_seconds(counts, keys, "quadrature", chunk)
-    nuts_s = fit_seconds(counts, keys, "nuts", chunk, settings._replace(loop="leapfrog"))
-    transition_s = fit_seconds(counts, keys, "nuts", chunk, settings._replace(loop="transition"))
+    _, quad_s = timed_fits(counts, keys, "quadrature", chunk)
+    _, nuts_s = timed_fits(counts, keys, "nuts", chunk, settings._replace(loop="leapfrog"))
+    _, transition_s = timed_fits(counts, keys, "nuts", chunk, settings._replace(loop="transition"))
     return {
         "fits": n,
         "quadrature_per_s": n / quad_s,
@@ -125,8 +124,6 @@ def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
             # The driver's compiled kernel, here choosing coordinates per lane:
             # each lane runs the same chain as when grouped, but logit and
             # ridge lanes share the batches (the driver batches them apart).
-            from sweep.fits import _nuts_fn
-
             draws = jax.device_get(_nuts_fn(3, recorded)(keys[order], c))
             chunk = max(1, n // 4) * settings.chains  # four lock-step batches of lanes
             eff = []
@@ -182,10 +179,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings) -> dict:
     }
     for loop in ("leapfrog", "transition"):
         batched_settings = settings._replace(samples=4 * settings.samples, loop=loop)
-        fit_lanes(counts, keys, "nuts", nuts=batched_settings)
-        batched, batched_s = timed(
-            lambda s=batched_settings: fit_lanes(counts, keys, "nuts", nuts=s)
-        )
+        batched, batched_s = timed_fits(counts, keys, "nuts", None, batched_settings)
         eps = np.asarray(epsilon(batched.post_sd, 0.05))
         error = float(np.max(np.abs(eps - eps_exact)))
         out[f"{loop}_loop"] = {
@@ -207,7 +201,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    # Programs compiled ahead are found here by the timed calls (see fit_seconds).
+    # Programs compiled ahead are found here by the timed calls (see timed_fits).
     jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="bench-xla-"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
