@@ -134,8 +134,9 @@ def fit_lanes(
         level: credible level of the central interval.
         nuts: sampler settings.
         rule: quadrature rule.
-        chunk_size: lanes per compiled call; by default 1024 for quadrature and
-            what ``memory_budget_bytes`` allows for NUTS.
+        chunk_size: lanes per compiled call, rounded down to a power of two of
+            at least :data:`MIN_CHUNK`; by default 1024 for quadrature and what
+            ``memory_budget_bytes`` allows for NUTS.
         on_chunk: called with the number of lanes finished after each chunk.
     """
     b = int(np.asarray(counts.n_m).shape[0])
@@ -197,7 +198,8 @@ def plan_chunks(
         else:
             size = chunk_size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
-        size = min(size, _bucket(len(index)))
+        # A power of two of at least MIN_CHUNK lanes, whatever was asked for.
+        size = min(max(MIN_CHUNK, 1 << (int(size).bit_length() - 1)), _bucket(len(index)))
         chunks += [Chunk(piece, padded, exact, fn) for piece, padded in _chunks(index, size)]
     return chunks
 

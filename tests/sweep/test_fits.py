@@ -46,3 +46,10 @@ def test_every_lane_is_fitted_once_in_power_of_two_calls():
             assert chunk.exact == (method == "quadrature" or not c.n_m[chunk.piece].any())
         # One kind of lane per call: the three kinds (and, for NUTS, two coordinates) apart.
         assert len(chunks) >= 3
+
+
+def test_a_requested_chunk_size_is_rounded_down_to_a_power_of_two():
+    c = mixed_lanes(300, seed=5)
+    for asked, expected in ((100, 64), (8, MIN_CHUNK), (200, 128)):
+        sizes = {len(chunk.padded) for chunk in plan_chunks(c, "quadrature", chunk_size=asked)}
+        assert max(sizes) == expected
