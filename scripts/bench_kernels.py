@@ -11,6 +11,11 @@ Measures, on whatever device JAX has:
   * the ratio of batched NUTS (each loop, 4× the draws: see :func:`baseline`)
     to that baseline at equal ε accuracy (|ε − quadrature ε| ≤ 0.002 for every
     configuration timed);
+  * optionally (``--nuts-chunks``), NUTS fits/s with the default loop when
+    ``fit_lanes`` splits each lane group into chunks of each given size
+    instead of the bench's min(fits, 1024) (each padded to a power of two):
+    smaller chunks pad less and let easy lanes finish without stepping with
+    the hardest chain; larger ones may run wider on the device;
   * lock-step efficiency, the mean leapfrog steps per lane over the steps the
     batch executes, with lanes in input order and ordered by
     :func:`sweep.fits.difficulty`: for "transition" the per-transition maximum
@@ -18,7 +23,7 @@ Measures, on whatever device JAX has:
     lane's total (warm-up, searches and draws).
 
 Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--lockstep 64]
-           [--out DIR]
+           [--nuts-chunks 64 256 1024] [--out DIR]
 """
 
 from __future__ import annotations
@@ -92,13 +97,18 @@ def timed_fits(counts, keys, method, chunk: int | None, settings=NUTSSettings())
     return timed(lambda: fit_lanes(counts, keys, method, nuts=settings, chunk_size=chunk))
 
 
-def throughput(n: int, seed: int, settings: NUTSSettings) -> dict:
-    """Fits per second of quadrature and of NUTS with each loop, on the same lanes."""
+def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=()) -> dict:
+    """Fits per second of quadrature and of NUTS with each loop, on the same lanes.
+
+    With ``nuts_chunks``, also NUTS (default loop) fits/s with each chunk size.
+    """
     counts, keys = lanes(sample_designs(n, seed), seed)
     chunk = min(n, 1024)
+    leapfrog = settings._replace(loop="leapfrog")
     _, quad_s = timed_fits(counts, keys, "quadrature", chunk)
-    _, nuts_s = timed_fits(counts, keys, "nuts", chunk, settings._replace(loop="leapfrog"))
+    _, nuts_s = timed_fits(counts, keys, "nuts", chunk, leapfrog)
     _, transition_s = timed_fits(counts, keys, "nuts", chunk, settings._replace(loop="transition"))
+    by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, leapfrog)[1] for c in nuts_chunks}
     return {
         "fits": n,
         "quadrature_per_s": n / quad_s,
@@ -108,6 +118,7 @@ def throughput(n: int, seed: int, settings: NUTSSettings) -> dict:
         "quadrature_s": quad_s,
         "nuts_s": nuts_s,
         "nuts_transition_loop_s": transition_s,
+        **({"nuts_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
     }
 
 
@@ -197,6 +208,9 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
     parser.add_argument("--lockstep", type=int, default=64, help="fits for lock-step efficiency")
+    parser.add_argument(
+        "--nuts-chunks", type=int, nargs="*", default=[], help="NUTS chunk sizes to compare"
+    )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -210,7 +224,7 @@ def main(argv=None) -> None:
         **provenance("bench_kernels.py", argv),
         "timed": "fits only: every program compiled before its timing starts",
         "nuts_settings": settings._asdict(),
-        "throughput": [throughput(n, args.seed, settings) for n in args.sizes],
+        "throughput": [throughput(n, args.seed, settings, args.nuts_chunks) for n in args.sizes],
         "lockstep_efficiency": lockstep(args.lockstep, args.seed, settings),
         "baseline": baseline(args.baseline, args.seed, settings) if args.baseline else None,
     }
