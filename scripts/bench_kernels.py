@@ -13,7 +13,7 @@ Measures, on whatever device JAX has:
     configuration timed);
   * optionally (``--nuts-chunks``), NUTS fits/s with the default loop when
     ``fit_lanes`` splits each lane group into chunks of each given size
-    instead of the bench's min(fits, 1024) (each padded to a power of two):
+    instead of ``fit_lanes``' default (:func:`sweep.fits.default_chunk_size`):
     smaller chunks pad less and let easy lanes finish without stepping with
     the hardest chain; larger ones may run wider on the device;
   * lock-step efficiency, the mean leapfrog steps per lane over the steps the
@@ -103,7 +103,7 @@ def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=()) -> dic
     With ``nuts_chunks``, also NUTS (default loop) fits/s with each chunk size.
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
-    chunk = min(n, 1024)
+    chunk = None  # fit_lanes' default, as a sweep runs
     leapfrog = settings._replace(loop="leapfrog")
     _, quad_s = timed_fits(counts, keys, "quadrature", chunk)
     _, nuts_s = timed_fits(counts, keys, "nuts", chunk, leapfrog)

@@ -35,16 +35,19 @@ __all__ = [
     "lane_counts",
     "lane_keys",
     "nuts_chunk_size",
+    "default_chunk_size",
     "difficulty",
     "plan_chunks",
     "Chunk",
 ]
 
-#: Chunks are powers of two of at least this many lanes. XLA on CPU compiles
-#: batches under 64 lanes differently (seen: last-bit differences in the
-#: posterior SD between batches of 8 and 64), while batches of 64, 128, ...
-#: give bit-identical lanes; fixed power-of-two shapes also bound the number
-#: of compiled programs whatever the shard sizes.
+#: Chunks are powers of two of at least this many lanes; fixed power-of-two
+#: shapes bound the number of compiled programs whatever the shard sizes.
+#: XLA on CPU does not compute a lane bit for bit alike in batches of every
+#: size: seen, last-bit differences in the posterior SD between 8 and 64
+#: lanes; between 64 and 256 lanes and 512 or more, 3e-16 in the quadrature's
+#: moments and, amplified by NUTS trajectories, other draws altogether. Hence
+#: one chunk size on CPU whatever the group's size (:func:`default_chunk_size`).
 MIN_CHUNK = 64
 
 
@@ -58,6 +61,23 @@ def difficulty(counts: Counts) -> np.ndarray:
     n_m = np.asarray(counts.n_m, float)
     paired = np.asarray(counts.n_pos_paired, float) + np.asarray(counts.n_neg_paired, float)
     return np.log1p(n_m) - 0.5 * np.log1p(paired) - 0.5 * np.log1p(np.asarray(counts.n_phi))
+
+
+def default_chunk_size(backend: str | None = None) -> int | None:
+    """Lanes per compiled call when the caller names none, on ``backend`` (JAX's default).
+
+    On CPU, :data:`MIN_CHUNK` for every group: one shape, so a lane's numbers
+    do not depend on how many lanes share its group (which follows from the
+    sharding), and in difficulty order small chunks waste least lock-step time
+    (``scripts/bench_kernels.py --nuts-chunks``: 1.5x faster than one chunk
+    of 256 at 256 fits, 0.85x of one chunk of 1024 at 1024 fits). Elsewhere
+    ``None``: 1024 for quadrature, what the memory budget allows for NUTS,
+    each shrunk to the group's own power of two (invariance across those
+    sizes is not yet measured on an accelerator).
+    """
+    if (backend or jax.default_backend()) == "cpu":
+        return MIN_CHUNK
+    return None
 
 
 def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
@@ -135,8 +155,7 @@ def fit_lanes(
         nuts: sampler settings.
         rule: quadrature rule.
         chunk_size: lanes per compiled call, rounded down to a power of two of
-            at least :data:`MIN_CHUNK`; by default 1024 for quadrature and what
-            ``memory_budget_bytes`` allows for NUTS.
+            at least :data:`MIN_CHUNK`; by default :func:`default_chunk_size`.
         on_chunk: called with the number of lanes finished after each chunk.
     """
     b = int(np.asarray(counts.n_m).shape[0])
@@ -190,6 +209,7 @@ def plan_chunks(
 ) -> list[Chunk]:
     """The compiled calls :func:`fit_lanes` makes, in order (arguments as there)."""
     chunks = []
+    chunk_size = chunk_size or default_chunk_size()
     for kind, ridge, index in _lane_groups(counts, method, nuts):
         exact = method == "quadrature" or kind == "beta"
         if exact:

@@ -489,12 +489,6 @@ def solve_relaxed(
 # Exact ε on integers
 
 
-def _default_chunk() -> int:
-    # One compiled shape per model kind on CPU (compiling costs ~10 s a shape there);
-    # on an accelerator, fit_lanes' own power-of-two chunks up to 1024.
-    return 64 if jax.default_backend() == "cpu" else 1024
-
-
 def _designs(p: Problems, index, n_phi, n_m, alpha=None) -> Design:
     """``(K,)`` designs of lanes (scenario ``index``, sizes), at ``alpha`` if given."""
     index = np.asarray(index, int)
@@ -546,9 +540,7 @@ def exact_eps(
     index, n_phi, n_m = (_pad(np.asarray(v), size) for v in (index, n_phi, n_m))
     keys = lane_keys(0, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))  # unused
     counts = _first(lane_counts(_designs(p, index, n_phi, n_m), keys, "expected"), k)
-    fits = fit_lanes(
-        counts, keys[:k], "quadrature", chunk_size=chunk_size or _default_chunk(), rule=rule
-    )
+    fits = fit_lanes(counts, keys[:k], "quadrature", chunk_size=chunk_size, rule=rule)
     sd = _pad(np.asarray(fits.post_sd), size)
     eps = np.asarray(epsilon(sd, p.gamma[index], p.power[index]))[:k]
     eps = np.where(np.isfinite(eps), eps, np.inf)
@@ -969,7 +961,7 @@ def simulate_tests(
     keys = lane_keys(seed, lane_words, replicate)
     designs = _designs(p, index, np.asarray(n_phi)[index], np.asarray(n_m)[index], lane_alpha)
     counts = _first(lane_counts(designs, keys, "sampled"), k)
-    fits = fit_lanes(counts, keys[:k], "quadrature", chunk_size=chunk_size or _default_chunk())
+    fits = fit_lanes(counts, keys[:k], "quadrature", chunk_size=chunk_size)
     mean = np.asarray(fits.post_mean).reshape(s, 3, r)
     sd = np.asarray(fits.post_sd).reshape(s, 3, r)
     crit = np.array([NormalDist().inv_cdf(1.0 - 0.5 * spec.gamma) for spec in specs])[:, None]

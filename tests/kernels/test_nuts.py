@@ -26,10 +26,7 @@ def agreement():
     b = len(c.n_m)
     keys = lane_keys(3, np.stack([np.arange(b), np.ones(b)], 1), np.zeros(b))
     exact = fit_lanes(c, keys, "quadrature")
-    # Chunks of 64 lanes in order of difficulty, not one of 141 padded to 256:
-    # a lane's chains follow its own key whatever its chunk, and here the easy
-    # lanes no longer step in lock-step with the hardest chain (2.5x faster).
-    fit = fit_lanes(c, keys, "nuts", chunk_size=64)
+    fit = fit_lanes(c, keys, "nuts")
     return table, c, exact, fit
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep.fits import MIN_CHUNK, plan_chunks
+from sweep.fits import MIN_CHUNK, default_chunk_size, plan_chunks
 from tests.kernels.helpers import counts
 
 
@@ -53,3 +53,12 @@ def test_a_requested_chunk_size_is_rounded_down_to_a_power_of_two():
     for asked, expected in ((100, 64), (8, MIN_CHUNK), (200, 128)):
         sizes = {len(chunk.padded) for chunk in plan_chunks(c, "quadrature", chunk_size=asked)}
         assert max(sizes) == expected
+
+
+def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
+    """One shape for every group, so a lane's numbers do not depend on its shard's size."""
+    assert default_chunk_size("cpu") == MIN_CHUNK
+    c = mixed_lanes(700, seed=6)
+    for method in ("nuts", "quadrature"):
+        sizes = {len(chunk.padded) for chunk in plan_chunks(c, method)}
+        assert sizes == {MIN_CHUNK}
