@@ -45,9 +45,10 @@ __all__ = [
 #: shapes bound the number of compiled programs whatever the shard sizes.
 #: XLA on CPU does not compute a lane bit for bit alike in batches of every
 #: size: seen, last-bit differences in the posterior SD between 8 and 64
-#: lanes; between 64 and 256 lanes and 512 or more, 3e-16 in the quadrature's
-#: moments and, amplified by NUTS trajectories, other draws altogether. Hence
-#: one chunk size on CPU whatever the group's size (:func:`default_chunk_size`).
+#: lanes, 3e-16 in the quadrature's moments between 64 and 256 or more, and
+#: NUTS draws that differ altogether (a last bit amplified along a trajectory)
+#: between 256 and 512. Hence one chunk size on CPU whatever the group's size
+#: (:func:`default_chunk_size`).
 MIN_CHUNK = 64
 
 
