@@ -103,11 +103,11 @@ def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=()) -> dic
     With ``nuts_chunks``, also NUTS (default loop) fits/s with each chunk size.
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
-    chunk = None  # fit_lanes' default, as a sweep runs
     leapfrog = settings._replace(loop="leapfrog")
-    _, quad_s = timed_fits(counts, keys, "quadrature", chunk)
-    _, nuts_s = timed_fits(counts, keys, "nuts", chunk, leapfrog)
-    _, transition_s = timed_fits(counts, keys, "nuts", chunk, settings._replace(loop="transition"))
+    # Chunks of fit_lanes' default size (None), as a sweep runs them.
+    _, quad_s = timed_fits(counts, keys, "quadrature", None)
+    _, nuts_s = timed_fits(counts, keys, "nuts", None, leapfrog)
+    _, transition_s = timed_fits(counts, keys, "nuts", None, settings._replace(loop="transition"))
     by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, leapfrog)[1] for c in nuts_chunks}
     return {
         "fits": n,
