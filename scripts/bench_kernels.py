@@ -16,6 +16,9 @@ Measures, on whatever device JAX has:
     instead of ``fit_lanes``' default (:func:`sweep.fits.default_chunk_size`):
     smaller chunks pad less and let easy lanes finish without stepping with
     the hardest chain; larger ones may run wider on the device;
+  * optionally (``--workers``), quadrature and NUTS throughput with each
+    given number of chunks in flight at once (``fit_lanes(workers=...)``;
+    the default, :func:`sweep.fits.default_workers`, is one per CPU core);
   * lock-step efficiency, the mean leapfrog steps per lane over the steps the
     batch executes, with lanes in input order and ordered by
     :func:`sweep.fits.difficulty`: for "transition" the per-transition maximum
@@ -23,7 +26,7 @@ Measures, on whatever device JAX has:
     lane's total (warm-up, searches and draws).
 
 Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--lockstep 64]
-           [--nuts-chunks 64 256 1024] [--out DIR]
+           [--nuts-chunks 64 256 1024] [--workers 1 2] [--out DIR]
 """
 
 from __future__ import annotations
@@ -47,7 +50,14 @@ from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
 from kernels.nuts import NUTSSettings  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
-from sweep.fits import _nuts_fn, difficulty, fit_lanes, lane_keys, plan_chunks  # noqa: E402
+from sweep.fits import (  # noqa: E402
+    _nuts_fn,
+    default_workers,
+    difficulty,
+    fit_lanes,
+    lane_keys,
+    plan_chunks,
+)
 
 
 def sample_designs(n: int, seed: int) -> Design:
@@ -85,22 +95,27 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-def timed_fits(counts, keys, method, chunk: int | None, settings=NUTSSettings()):
+def timed_fits(counts, keys, method, chunk: int | None, settings=NUTSSettings(), workers=None):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
     Each chunk's program is compiled ahead (into the persistent compilation
     cache that :func:`main` sets up), so the time is the fits', not XLA's.
+    ``chunk`` and ``workers`` as in ``fit_lanes`` (None: its defaults).
     """
     for c in plan_chunks(counts, method, nuts=settings, chunk_size=chunk):
         lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
         c.fn.lower(*((lanes,) if c.exact else (keys[c.padded], lanes))).compile()
-    return timed(lambda: fit_lanes(counts, keys, method, nuts=settings, chunk_size=chunk))
+    return timed(
+        lambda: fit_lanes(counts, keys, method, nuts=settings, chunk_size=chunk, workers=workers)
+    )
 
 
-def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=()) -> dict:
+def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=(), workers=()) -> dict:
     """Fits per second of quadrature and of NUTS with each loop, on the same lanes.
 
-    With ``nuts_chunks``, also NUTS (default loop) fits/s with each chunk size.
+    With ``nuts_chunks``, also NUTS (default loop) fits/s with each chunk size;
+    with ``workers``, quadrature and NUTS (default loop) with each number of
+    chunks in flight at once.
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
     leapfrog = settings._replace(loop="leapfrog")
@@ -109,6 +124,13 @@ def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=()) -> dic
     _, nuts_s = timed_fits(counts, keys, "nuts", None, leapfrog)
     _, transition_s = timed_fits(counts, keys, "nuts", None, settings._replace(loop="transition"))
     by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, leapfrog)[1] for c in nuts_chunks}
+    by_workers = {
+        str(w): {
+            "quadrature_per_s": n / timed_fits(counts, keys, "quadrature", None, workers=w)[1],
+            "nuts_fits_per_s": n / timed_fits(counts, keys, "nuts", None, leapfrog, w)[1],
+        }
+        for w in workers
+    }
     return {
         "fits": n,
         "quadrature_per_s": n / quad_s,
@@ -118,7 +140,9 @@ def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=()) -> dic
         "quadrature_s": quad_s,
         "nuts_s": nuts_s,
         "nuts_transition_loop_s": transition_s,
+        "default_workers": default_workers(),
         **({"nuts_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
+        **({"by_workers": by_workers} if by_workers else {}),
     }
 
 
@@ -211,6 +235,9 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--nuts-chunks", type=int, nargs="*", default=[], help="NUTS chunk sizes to compare"
     )
+    parser.add_argument(
+        "--workers", type=int, nargs="*", default=[], help="chunks in flight at once to compare"
+    )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -224,7 +251,9 @@ def main(argv=None) -> None:
         **provenance("bench_kernels.py", argv),
         "timed": "fits only: every program compiled before its timing starts",
         "nuts_settings": settings._asdict(),
-        "throughput": [throughput(n, args.seed, settings, args.nuts_chunks) for n in args.sizes],
+        "throughput": [
+            throughput(n, args.seed, settings, args.nuts_chunks, args.workers) for n in args.sizes
+        ],
         "lockstep_efficiency": lockstep(args.lockstep, args.seed, settings),
         "baseline": baseline(args.baseline, args.seed, settings) if args.baseline else None,
     }

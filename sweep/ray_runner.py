@@ -76,7 +76,8 @@ def run_ray(
         queue = list(reversed(shards))
         while queue or running:
             while queue and len(running) < limit:
-                running.append(task.remote(spec_ref, queue.pop(), fault=fault))
+                # A task holds one CPU (task_options), so it fits one chunk at a time.
+                running.append(task.remote(spec_ref, queue.pop(), workers=1, fault=fault))
             done, running = ray.wait(running, num_returns=1)
             yield ray.get(done[0])
     finally:

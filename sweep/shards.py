@@ -166,6 +166,7 @@ def run_shard(
     shard: Shard,
     *,
     on_fits: Callable[[int], None] | None = None,
+    workers: int | None = None,
     fault: Callable[[FitResults], FitResults] | None = None,
 ) -> ShardResult:
     """Compute one shard: counts, fits and per-configuration summaries.
@@ -174,6 +175,8 @@ def run_shard(
         spec: the sweep.
         shard: the configurations to compute.
         on_fits: called with the number of fits finished after each chunk.
+        workers: chunks fitted at once (:func:`sweep.fits.fit_lanes`); by
+            default one per CPU core on CPU, one on an accelerator.
         fault: test hook applied to the fits before they are summarised (for
             fault injection: it may put NaN or infinity into any field).
 
@@ -190,7 +193,13 @@ def run_shard(
     keys = lane_keys(spec.seed, words, replicate)
     counts = lane_counts(_designs(configs, r), keys, spec.counts)
     fits = fit_lanes(
-        counts, keys, spec.method, level=spec.interval, nuts=nuts_settings(spec), on_chunk=on_fits
+        counts,
+        keys,
+        spec.method,
+        level=spec.interval,
+        nuts=nuts_settings(spec),
+        workers=workers,
+        on_chunk=on_fits,
     )
     if fault is not None:
         fits = fault(fits)

@@ -1,4 +1,4 @@
-"""fit_lanes' plan: which compiled calls it makes on which lanes."""
+"""fit_lanes' plan: which compiled calls it makes on which lanes, and in how many threads."""
 
 from __future__ import annotations
 
@@ -6,7 +6,15 @@ import jax
 import numpy as np
 import pytest
 
-from sweep.fits import MIN_CHUNK, default_chunk_size, plan_chunks
+from kernels.nuts import NUTSSettings
+from sweep.fits import (
+    MIN_CHUNK,
+    default_chunk_size,
+    default_workers,
+    fit_lanes,
+    lane_keys,
+    plan_chunks,
+)
 from tests.kernels.helpers import counts
 
 
@@ -66,3 +74,50 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
     for method in ("nuts", "quadrature"):
         sizes = {len(chunk.padded) for chunk in plan_chunks(c, method)}
         assert sizes == {MIN_CHUNK}
+
+
+def ridge_lanes(b: int, seed: int):
+    """``b`` full-model lanes dominated by the metric (NUTS runs them in ridge coordinates)."""
+    r = np.random.default_rng(seed)
+    n_phi = r.integers(50, 100, b).astype(float)
+    n_pos = r.binomial(n_phi.astype(int), 0.6).astype(float)
+    n_m = r.integers(200, 1000, b).astype(float)
+    return counts(
+        n_pos=n_pos,
+        n_phi=n_phi,
+        n_tp=r.binomial(n_pos.astype(int), 0.7),
+        n_pos_paired=n_pos,
+        n_tn=r.binomial((n_phi - n_pos).astype(int), 0.7),
+        n_neg_paired=n_phi - n_pos,
+        m_pos=r.binomial(n_m.astype(int), 0.6 * 0.7 + 0.4 * 0.3),
+        n_m=n_m,
+    )
+
+
+def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
+    """Several chunks at once (one per core on CPU) change neither results nor progress calls."""
+    assert default_workers("cpu") >= 1 and default_workers("gpu") == 1
+    # The NUTS settings of test_nuts' determinism test, whose ridge program is then compiled.
+    settings = NUTSSettings(chains=2, warmup=50, samples=50)
+    for method, c in (("nuts", ridge_lanes(140, seed=7)), ("quadrature", mixed_lanes(200, seed=7))):
+        b = len(c.n_m)
+        keys = lane_keys(3, np.stack([np.arange(b), np.zeros(b)], axis=1), np.zeros(b))
+        runs = []
+        for workers in (1, 3):
+            progress = []
+            fits = fit_lanes(
+                c,
+                keys,
+                method,
+                nuts=settings,
+                chunk_size=MIN_CHUNK,
+                workers=workers,
+                on_chunk=progress.append,
+            )
+            runs.append((fits, progress))
+        (one, one_progress), (three, three_progress) = runs
+        assert one_progress == three_progress and sum(one_progress) == b
+        assert len(one_progress) >= 3  # several chunks, so threads did run side by side
+        for name, x, y in zip(one._fields, one, three, strict=True):
+            np.testing.assert_array_equal(x, y, err_msg=name)
+        assert np.isfinite(one.post_sd).all()
