@@ -33,7 +33,9 @@ from kernels.summaries import FitResults
 Method = Literal["nuts", "quadrature"]
 
 __all__ = [
-    "MIN_CHUNK",
+    "MIN_BATCH",
+    "CPU_CHAINS_PER_CHUNK",
+    "CPU_QUADRATURE_CHUNK",
     "fit_lanes",
     "lane_counts",
     "lane_keys",
@@ -45,15 +47,17 @@ __all__ = [
     "Chunk",
 ]
 
-#: Chunks are powers of two of at least this many lanes; fixed power-of-two
-#: shapes bound the number of compiled programs whatever the shard sizes.
-#: XLA on CPU does not compute a lane bit for bit alike in batches of every
-#: size: seen, last-bit differences in the posterior SD between 8 and 64
-#: lanes, 3e-16 in the quadrature's moments between 64 and 256 or more, and
-#: NUTS draws that differ altogether (a last bit amplified along a trajectory)
-#: between 256 and 512. Hence one chunk size on CPU whatever the group's size
-#: (:func:`default_chunk_size`).
-MIN_CHUNK = 64
+#: Batches are padded to powers of two of at least this many lanes (count
+#: draws, and on an accelerator each lane group), which bounds the number of
+#: compiled programs whatever the shard sizes.
+MIN_BATCH = 64
+#: On CPU a NUTS chunk holds this many chains (fits × chains per fit): per
+#: lane, a leapfrog iteration cost 1.5 µs at 128 chains and 2.3 µs at 256 on
+#: the development CPU (measured ad hoc), and chunks of 32 fits of 4 chains
+#: ran 1.6x as fast as chunks of 64 (:func:`default_chunk_size`).
+CPU_CHAINS_PER_CHUNK = 128
+#: On CPU a quadrature chunk holds this many lanes.
+CPU_QUADRATURE_CHUNK = 64
 
 
 def difficulty(counts: Counts) -> np.ndarray:
@@ -68,28 +72,36 @@ def difficulty(counts: Counts) -> np.ndarray:
     return np.log1p(n_m) - 0.5 * np.log1p(paired) - 0.5 * np.log1p(np.asarray(counts.n_phi))
 
 
-def default_chunk_size(backend: str | None = None) -> int | None:
-    """Lanes per compiled call when the caller names none, on ``backend`` (JAX's default).
+def default_chunk_size(method: Method, chains: int = 4, backend: str | None = None) -> int | None:
+    """Lanes (fits) per compiled call of ``method`` when the caller names none.
 
-    On CPU, :data:`MIN_CHUNK` for every group: one shape, so a lane's numbers
-    do not depend on how many lanes share its group (which follows from the
-    sharding), and in difficulty order small chunks waste least lock-step time
-    (``scripts/bench_kernels.py --nuts-chunks``: 1.5x faster than one chunk
-    of 256 at 256 fits, 0.85x of one chunk of 1024 at 1024 fits). Elsewhere
-    ``None``: 1024 for quadrature, what the memory budget allows for NUTS,
-    each shrunk to the group's own power of two (invariance across those
-    sizes is not yet measured on an accelerator).
+    On CPU (``backend``, by default JAX's), one size for every lane group, so
+    that a lane's numbers do not depend on how many lanes share its group
+    (which follows from the sharding): XLA on CPU does not compute a lane bit
+    for bit alike in batches of every size (seen: 3e-16 in the quadrature's
+    moments between 64 and 256 lanes; NUTS draws that differ altogether, a
+    last bit amplified along a trajectory, between 128 and 256 chains). The
+    size is :data:`CPU_QUADRATURE_CHUNK` for quadrature and, for NUTS, the
+    power of two of fits nearest below :data:`CPU_CHAINS_PER_CHUNK` chains
+    (32 fits of 4 chains; at least one fit). On 1024 of the benchmark's fits,
+    two workers: 16.4 fits/s in chunks of 32, 15.2 of 16, 14.0 of 8 and 10.4
+    of 64 (measured side by side, ad hoc). Elsewhere ``None``: 1024 for
+    quadrature, what the memory budget allows for NUTS, each shrunk to the
+    group's own power of two (invariance across those sizes is not yet
+    measured on an accelerator).
     """
-    if (backend or jax.default_backend()) == "cpu":
-        return MIN_CHUNK
-    return None
+    if (backend or jax.default_backend()) != "cpu":
+        return None
+    if method == "quadrature":
+        return CPU_QUADRATURE_CHUNK
+    return 1 << (max(1, CPU_CHAINS_PER_CHUNK // max(1, int(chains))).bit_length() - 1)
 
 
 def default_workers(backend: str | None = None) -> int:
     """Chunks :func:`fit_lanes` computes at once when the caller names no number.
 
-    On CPU, one per core this process may use: XLA runs a chunk of
-    :data:`MIN_CHUNK` lanes on one core (as fast pinned to one core as not),
+    On CPU, one per core this process may use: XLA runs a NUTS chunk of
+    :func:`default_chunk_size` on one core (as fast pinned to one core as not),
     so a second chunk in a second thread uses the second core (on the 2-core
     development CPU: NUTS 1.3x as fast on the benchmark's lanes, identical
     draws; quadrature no faster, its chunks already use both cores).
@@ -139,7 +151,7 @@ class Chunk(NamedTuple):
     Attributes:
         piece: ``(n,)`` indices of the lanes it fits, into the input.
         padded: ``(size,)`` the lanes sent in: ``piece``, then repeats of its
-            first lane up to a power of two (see :data:`MIN_CHUNK`).
+            first lane up to the chunk's size, a power of two.
         exact: quadrature (or the Beta itself), not NUTS.
         fn: the jitted kernel, called as ``fn(counts)`` when ``exact``, else
             ``fn(keys, counts)``, on the ``padded`` lanes.
@@ -175,8 +187,8 @@ def fit_lanes(
         level: credible level of the central interval.
         nuts: sampler settings.
         rule: quadrature rule.
-        chunk_size: lanes per compiled call, rounded down to a power of two of
-            at least :data:`MIN_CHUNK`; by default :func:`default_chunk_size`.
+        chunk_size: lanes per compiled call, rounded down to a power of two;
+            by default :func:`default_chunk_size`.
         workers: chunks computed at once, each in its own thread; by default
             :func:`default_workers`. A lane's numbers do not depend on it.
         on_chunk: called with the number of lanes finished after each chunk,
@@ -240,17 +252,17 @@ def plan_chunks(
 ) -> list[Chunk]:
     """The compiled calls :func:`fit_lanes` makes, in order (arguments as there)."""
     chunks = []
-    chunk_size = chunk_size or default_chunk_size()
     for kind, ridge, index in _lane_groups(counts, method, nuts):
         exact = method == "quadrature" or kind == "beta"
         if exact:
-            size = chunk_size or 1024
+            size = chunk_size or default_chunk_size("quadrature") or 1024
             fn = _quadrature_fn(kind, float(level), rule)
         else:
-            size = chunk_size or nuts_chunk_size(nuts, memory_budget_bytes)
+            size = chunk_size or default_chunk_size("nuts", nuts.chains)
+            size = size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
-        # A power of two of at least MIN_CHUNK lanes, whatever was asked for.
-        size = min(max(MIN_CHUNK, 1 << (int(size).bit_length() - 1)), _bucket(len(index)))
+        # A power of two, whatever was asked for, and no more than the group's bucket.
+        size = min(1 << (max(1, int(size)).bit_length() - 1), _bucket(len(index)))
         chunks += [Chunk(piece, padded, exact, fn) for piece, padded in _chunks(index, size)]
     return chunks
 
@@ -280,8 +292,8 @@ def _lane_groups(counts: Counts, method: Method, nuts: NUTSSettings):
 
 
 def _bucket(n: int) -> int:
-    """Lanes a batch of ``n`` is padded to: a power of two, at least :data:`MIN_CHUNK`."""
-    return max(MIN_CHUNK, 1 << (max(n, 1) - 1).bit_length())
+    """Lanes a batch of ``n`` is padded to: a power of two, at least :data:`MIN_BATCH`."""
+    return max(MIN_BATCH, 1 << (max(n, 1) - 1).bit_length())
 
 
 def _padded_call(fn, n: int, *trees):
@@ -289,7 +301,7 @@ def _padded_call(fn, n: int, *trees):
 
     Padding bounds the number of compiled shapes. Keys are integer arithmetic;
     count draws came out identical in one batch of 1000 and in batches of 50
-    (checked ad hoc), unlike the fits (see MIN_CHUNK).
+    (checked ad hoc), unlike the fits (see :func:`default_chunk_size`).
     """
     size = _bucket(n)
 

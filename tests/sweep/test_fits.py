@@ -8,7 +8,8 @@ import pytest
 
 from kernels.nuts import NUTSSettings
 from sweep.fits import (
-    MIN_CHUNK,
+    CPU_QUADRATURE_CHUNK,
+    MIN_BATCH,
     default_chunk_size,
     default_workers,
     fit_lanes,
@@ -49,7 +50,7 @@ def test_every_lane_is_fitted_once_in_power_of_two_calls():
         np.testing.assert_array_equal(np.sort(pieces), np.arange(150))
         for chunk in chunks:
             size = len(chunk.padded)
-            assert size >= MIN_CHUNK and size & (size - 1) == 0
+            assert size <= 64 and size & (size - 1) == 0
             np.testing.assert_array_equal(chunk.padded[: len(chunk.piece)], chunk.piece)
             assert set(chunk.padded) == set(chunk.piece)  # padding repeats its own lanes
             # Only lanes without metric ratings (a Beta posterior) are exact under NUTS.
@@ -60,20 +61,27 @@ def test_every_lane_is_fitted_once_in_power_of_two_calls():
 
 def test_a_requested_chunk_size_is_rounded_down_to_a_power_of_two():
     c = mixed_lanes(300, seed=5)
-    for asked, expected in ((100, 64), (8, MIN_CHUNK), (200, 128)):
+    for asked, expected in ((100, 64), (8, 8), (5, 4), (200, 128)):
         sizes = {len(chunk.padded) for chunk in plan_chunks(c, "quadrature", chunk_size=asked)}
         assert max(sizes) == expected
 
 
 def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
-    """One shape for every group, so a lane's numbers do not depend on its shard's size."""
-    assert default_chunk_size("cpu") == MIN_CHUNK
+    """One shape per method for every group, so a lane's numbers do not depend on its shard."""
+    assert default_chunk_size("quadrature", backend="cpu") == CPU_QUADRATURE_CHUNK
+    # 128 chains per NUTS chunk, in a power of two of fits.
+    for chains, fits in ((4, 32), (2, 64), (3, 32), (64, 2), (200, 1)):
+        assert default_chunk_size("nuts", chains, backend="cpu") == fits
+    assert default_chunk_size("nuts", 4, backend="gpu") is None
     if jax.default_backend() != "cpu":
         pytest.skip("plan_chunks follows JAX's default backend, not CPU here")
     c = mixed_lanes(700, seed=6)
     for method in ("nuts", "quadrature"):
-        sizes = {len(chunk.padded) for chunk in plan_chunks(c, method)}
-        assert sizes == {MIN_CHUNK}
+        for chunk in plan_chunks(c, method):
+            expected = CPU_QUADRATURE_CHUNK if chunk.exact else 32
+            assert len(chunk.padded) == expected
+    # Padding to a power of two still starts at MIN_BATCH lanes elsewhere.
+    assert len(plan_chunks(c, "quadrature", chunk_size=4096)[0].padded) >= MIN_BATCH
 
 
 def ridge_lanes(b: int, seed: int):
@@ -110,7 +118,7 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
                 keys,
                 method,
                 nuts=settings,
-                chunk_size=MIN_CHUNK,
+                chunk_size=64,
                 workers=workers,
                 on_chunk=progress.append,
             )
