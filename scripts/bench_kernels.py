@@ -8,7 +8,7 @@ Measures, on whatever device JAX has:
     compiled before its timing starts, so these are the fits' times alone;
   * the conventional baseline: one NumPyro ``MCMC`` per configuration,
     5 chains × (2000 warm-up + 10000 draws), one configuration after another;
-  * the ratio of batched NUTS (each loop, 4× the draws: see :func:`baseline`)
+  * the ratio of batched NUTS (each loop, draws sized by :func:`batched_samples`)
     to that baseline at equal ε accuracy (|ε − quadrature ε| ≤ 0.002 for every
     configuration timed);
   * optionally (``--nuts-chunks``), NUTS fits/s with the default loop when
@@ -176,15 +176,35 @@ def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
     return out
 
 
+#: ε's error bound in the baseline comparison, and the Monte Carlo SEs of ε it must hold.
+EPS_TOLERANCE, EPS_SES = 0.002, 3.0
+#: Effective draws per draw assumed when sizing the baseline's batched run
+#: (conservative: the bulk ESS of the SD was ~0.8 per draw on its configurations).
+ESS_PER_DRAW = 0.5
+
+
+def batched_samples(sd: float, settings: NUTSSettings) -> int:
+    """Draws per chain that put ε within :data:`EPS_TOLERANCE` by design, at posterior SD ``sd``.
+
+    The SD of n effective draws has a Monte Carlo SE of about sd/√(2n), and ε
+    is proportional to the SD; n is chosen so that the bound is
+    :data:`EPS_SES` SEs of ε, at :data:`ESS_PER_DRAW`. At least 4× the
+    default draws, rounded up to a thousand, and at most 50,000 per chain
+    (an SD above ~0.1 would ask for more; ``equal_accuracy`` then tells).
+    """
+    eps_per_sd = float(epsilon(1.0, 0.05))
+    ess = (EPS_SES * eps_per_sd * sd / EPS_TOLERANCE) ** 2 / 2
+    per_chain = ess / ESS_PER_DRAW / settings.chains
+    return int(min(50_000, max(4 * settings.samples, 1000 * np.ceil(per_chain / 1000))))
+
+
 def baseline(n: int, seed: int, settings: NUTSSettings) -> dict:
     """One MCMC object per configuration, as the replaced tool did; vs. one batched call.
 
-    The batched sampler runs each of its loops with 4× the draws of
-    ``settings`` (4 × 4000 by default), and ``equal_accuracy`` says whether
-    |ε − quadrature ε| ≤ 0.002 held for every configuration, as it must for
-    the ratio to be one at equal accuracy. The Monte Carlo SE of ε grows with
-    the posterior SD: with 16,000 draws it was ~0.0006 where the SD was 0.013,
-    but ~0.001 where it was 0.048, where the bound is then a 2-sigma one.
+    The ratio is taken at equal accuracy, |ε − quadrature ε| ≤ 0.002 for every
+    configuration, and ``equal_accuracy`` says whether it held. The batched
+    sampler's draws are sized for it by design (:func:`batched_samples`);
+    the conventional tool's 5 × 10,000 are what it used.
     """
     design = sample_designs(n, seed)
     counts = jax.tree.map(np.asarray, jax.vmap(expected_counts)(design))
@@ -192,6 +212,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings) -> dict:
     keys = lane_keys(seed, words, np.zeros(n))
     exact = fit_lanes(counts, keys, "quadrature")
     eps_exact = np.asarray(epsilon(exact.post_sd, 0.05))
+    samples = batched_samples(float(np.max(exact.post_sd)), settings)
     conventional_eps, start = [], time.perf_counter()
     for i in range(n):
         c = jax.tree.map(lambda x, i=i: jnp.asarray(x[i]), counts)
@@ -214,7 +235,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings) -> dict:
         "conventional_max_eps_error": float(np.max(np.abs(np.array(conventional_eps) - eps_exact))),
     }
     for loop in ("leapfrog", "transition"):
-        batched_settings = settings._replace(samples=4 * settings.samples, loop=loop)
+        batched_settings = settings._replace(samples=samples, loop=loop)
         batched, batched_s = timed_fits(counts, keys, "nuts", None, batched_settings)
         eps = np.asarray(epsilon(batched.post_sd, 0.05))
         error = float(np.max(np.abs(eps - eps_exact)))
@@ -223,7 +244,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings) -> dict:
             "batched_s_per_config": batched_s / n,
             "ratio": conventional_s / (batched_s / n),
             "batched_max_eps_error": error,
-            "equal_accuracy": bool(error <= 0.002),
+            "equal_accuracy": bool(error <= EPS_TOLERANCE),
         }
     return out
 
