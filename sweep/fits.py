@@ -54,7 +54,8 @@ MIN_BATCH = 64
 #: On CPU a NUTS chunk holds this many chains (fits × chains per fit): per
 #: lane, a leapfrog iteration cost 1.5 µs at 128 chains and 2.3 µs at 256 on
 #: the development CPU (measured ad hoc), and chunks of 32 fits of 4 chains
-#: ran 1.6x as fast as chunks of 64 (:func:`default_chunk_size`).
+#: ran 1.5-1.9x as fast as chunks of 64 (benchmarks/results/
+#: kernels-cpu-20261124-124444.json; :func:`default_chunk_size`).
 CPU_CHAINS_PER_CHUNK = 128
 #: On CPU a quadrature chunk holds this many lanes.
 CPU_QUADRATURE_CHUNK = 64
@@ -84,8 +85,8 @@ def default_chunk_size(method: Method, chains: int = 4, backend: str | None = No
     size is :data:`CPU_QUADRATURE_CHUNK` for quadrature and, for NUTS, the
     power of two of fits nearest below :data:`CPU_CHAINS_PER_CHUNK` chains
     (32 fits of 4 chains; at least one fit). On 1024 of the benchmark's fits,
-    two workers: 16.4 fits/s in chunks of 32, 15.2 of 16, 14.0 of 8 and 10.4
-    of 64 (measured side by side, ad hoc). Elsewhere ``None``: 1024 for
+    two workers: 15.4 fits/s in chunks of 32, 14.7 of 16 and 10.1 of 64
+    (``scripts/bench_kernels.py --nuts-chunks``). Elsewhere ``None``: 1024 for
     quadrature, what the memory budget allows for NUTS, each shrunk to the
     group's own power of two (invariance across those sizes is not yet
     measured on an accelerator).
