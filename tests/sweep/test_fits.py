@@ -80,7 +80,7 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
         for chunk in plan_chunks(c, method):
             expected = CPU_QUADRATURE_CHUNK if chunk.exact else 32
             assert len(chunk.padded) == expected
-    # Padding to a power of two still starts at MIN_BATCH lanes elsewhere.
+    # A larger chunk asked for is capped at the group's bucket: a power of two, >= MIN_BATCH.
     assert len(plan_chunks(c, "quadrature", chunk_size=4096)[0].padded) >= MIN_BATCH
 
 
