@@ -25,8 +25,12 @@ Measures, on whatever device JAX has:
     across lanes (draws only), for "leapfrog" the maximum over lanes of each
     lane's total (warm-up, searches and draws).
 
+Quadrature is timed as the driver runs it (the adaptive Gauss–Hermite rule,
+the nested rule on the lanes it rejects) and with the nested rule alone, with
+the share of lanes the fast rule accepts and the largest differences.
+
 Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--lockstep 64]
-           [--nuts-chunks 64 256 1024] [--workers 1 2] [--out DIR]
+           [--nuts-chunks 64 256 1024] [--workers 1 2] [--quadrature-only] [--out DIR]
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from numpyro.infer import MCMC, NUTS  # noqa: E402
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
+from kernels.gauss_hermite import LaplaceRule  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
 from kernels.nuts import NUTSSettings  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
@@ -95,32 +100,85 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-def timed_fits(counts, keys, method, chunk: int | None, settings=NUTSSettings(), workers=None):
+def timed_fits(
+    counts,
+    keys,
+    method,
+    chunk: int | None,
+    settings=NUTSSettings(),
+    workers=None,
+    laplace=LaplaceRule(),
+):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
-    Each chunk's program is compiled ahead (into the persistent compilation
-    cache that :func:`main` sets up), so the time is the fits', not XLA's.
-    ``chunk`` and ``workers`` as in ``fit_lanes`` (None: its defaults).
+    Each chunk's program (and the nested quadrature a fast chunk falls back
+    to) is compiled ahead (into the persistent compilation cache that
+    :func:`main` sets up), so the time is the fits', not XLA's. ``chunk``,
+    ``workers`` and ``laplace`` as in ``fit_lanes`` (None: its defaults, or
+    for ``laplace`` the nested rule alone).
     """
-    for c in plan_chunks(counts, method, nuts=settings, chunk_size=chunk):
+    for c in plan_chunks(counts, method, nuts=settings, chunk_size=chunk, laplace=laplace):
         lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
-        c.fn.lower(*((lanes,) if c.exact else (keys[c.padded], lanes))).compile()
+        for fn in (c.fn, c.fallback) if c.fallback else (c.fn,):
+            fn.lower(*((lanes,) if c.exact else (keys[c.padded], lanes))).compile()
     return timed(
-        lambda: fit_lanes(counts, keys, method, nuts=settings, chunk_size=chunk, workers=workers)
+        lambda: fit_lanes(
+            counts,
+            keys,
+            method,
+            nuts=settings,
+            chunk_size=chunk,
+            workers=workers,
+            laplace=laplace,
+        )
     )
 
 
-def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=(), workers=()) -> dict:
+def quadrature_throughput(counts, keys) -> dict:
+    """Posteriors/s of the driver's quadrature, and of the nested rule alone, on the same lanes.
+
+    Also the share of lanes the adaptive Gauss–Hermite rule accepts and the
+    largest differences between the two paths' numbers.
+    """
+    n = len(np.asarray(counts.n_m))
+    both, both_s = timed_fits(counts, keys, "quadrature", None)
+    nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None)
+    accepted = []
+    for c in plan_chunks(counts, "quadrature"):
+        if c.fallback is not None:
+            lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
+            accepted.append(np.asarray(c.fn(lanes)[1])[: len(c.piece)])
+    gap = {
+        name: float(np.max(np.abs(getattr(both, name) - getattr(nested, name))))
+        for name in ("post_mean", "post_sd", "ci_low", "ci_high")
+    }
+    return {
+        "quadrature_per_s": n / both_s,
+        "quadrature_nested_only_per_s": n / nested_s,
+        "quadrature_over_nested_only": nested_s / both_s,
+        "gauss_hermite_accepted_share": float(np.mean(np.concatenate(accepted)))
+        if accepted
+        else 0.0,
+        "quadrature_max_abs_difference_to_nested_only": gap,
+        "quadrature_s": both_s,
+    }
+
+
+def throughput(
+    n: int, seed: int, settings: NUTSSettings, nuts_chunks=(), workers=(), nuts=True
+) -> dict:
     """Fits per second of quadrature and of NUTS with each loop, on the same lanes.
 
     With ``nuts_chunks``, also NUTS (default loop) fits/s with each chunk size;
     with ``workers``, quadrature and NUTS (default loop) with each number of
-    chunks in flight at once.
+    chunks in flight at once. Without ``nuts``, quadrature alone.
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
     leapfrog = settings._replace(loop="leapfrog")
     # Chunks of fit_lanes' default size (None), as a sweep runs them.
-    _, quad_s = timed_fits(counts, keys, "quadrature", None)
+    quadrature = {"fits": n, **quadrature_throughput(counts, keys)}
+    if not nuts:
+        return quadrature
     _, nuts_s = timed_fits(counts, keys, "nuts", None, leapfrog)
     _, transition_s = timed_fits(counts, keys, "nuts", None, settings._replace(loop="transition"))
     by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, leapfrog)[1] for c in nuts_chunks}
@@ -132,12 +190,10 @@ def throughput(n: int, seed: int, settings: NUTSSettings, nuts_chunks=(), worker
         for w in workers
     }
     return {
-        "fits": n,
-        "quadrature_per_s": n / quad_s,
+        **quadrature,
         "nuts_fits_per_s": n / nuts_s,
         "nuts_transition_loop_fits_per_s": n / transition_s,
         "leapfrog_over_transition_loop": transition_s / nuts_s,
-        "quadrature_s": quad_s,
         "nuts_s": nuts_s,
         "nuts_transition_loop_s": transition_s,
         "default_workers": default_workers(),
@@ -260,6 +316,9 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--workers", type=int, nargs="*", default=[], help="chunks in flight at once to compare"
     )
+    parser.add_argument(
+        "--quadrature-only", action="store_true", help="time quadrature alone (no NUTS)"
+    )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -274,11 +333,15 @@ def main(argv=None) -> None:
         "timed": "fits only: every program compiled before its timing starts",
         "nuts_settings": settings._asdict(),
         "throughput": [
-            throughput(n, args.seed, settings, args.nuts_chunks, args.workers) for n in args.sizes
+            throughput(
+                n, args.seed, settings, args.nuts_chunks, args.workers, not args.quadrature_only
+            )
+            for n in args.sizes
         ],
-        "lockstep_efficiency": lockstep(args.lockstep, args.seed, settings),
-        "baseline": baseline(args.baseline, args.seed, settings) if args.baseline else None,
     }
+    if not args.quadrature_only:
+        result["lockstep_efficiency"] = lockstep(args.lockstep, args.seed, settings)
+        result["baseline"] = baseline(args.baseline, args.seed, settings) if args.baseline else None
     print(json.dumps(result, indent=2))
     write_record(result, args.out, f"kernels-{jax.devices()[0].platform}")
 

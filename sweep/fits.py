@@ -1,14 +1,16 @@
 """Fit many lanes at once: counts → per-fit posterior summaries.
 
 Lanes are grouped by model kind (α-marginal a Beta, ρ and η known, or the
-full model) and, for NUTS, by coordinates (logits or ridge), ordered by an
-estimate of how hard the posterior is for NUTS so that lanes running in
+full model) and, on the full model, by coordinates (logits or ridge), ordered
+by an estimate of how hard the posterior is for NUTS so that lanes running in
 lock-step need similar tree depths, split into chunks of one fixed size (the
 last one padded) so each group compiles once, and run through
 ``jax.jit(jax.vmap(...))`` of the kernels, on CPU one chunk per core at a
-time. Results come back in the input order, and a lane's result does not
-depend on which lanes share its chunk, nor on how many chunks run at once:
-its randomness comes from its own key only.
+time. Quadrature of the full model takes two passes: the adaptive
+Gauss–Hermite rule on every lane, then the nested rule on the lanes whose
+posterior it could not vouch for. Results come back in the input order, and a
+lane's result does not depend on which lanes share its chunk, nor on how many
+chunks run at once: its randomness comes from its own key only.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernels.counts import Counts, Design, draw_counts, expected_counts, replicate_key
+from kernels.gauss_hermite import LaplaceRule, laplace_summary
 from kernels.logdensity import position_size
 from kernels.nuts import NUTSSettings, sample_fits, sampler_key, summarize_draws
 from kernels.quadrature import MODEL_KINDS, QuadratureRule, model_kind, posterior_summary
@@ -128,6 +131,11 @@ def _quadrature_fn(kind: str, level: float, rule: QuadratureRule):
 
 
 @cache
+def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
+    return jax.jit(jax.vmap(lambda c: laplace_summary(c, ridge, level, rule)))
+
+
+@cache
 def _nuts_fn(dim: int, settings: NUTSSettings, ridge: bool | None = None):
     def batch(keys, counts):
         return sample_fits(jax.vmap(sampler_key)(keys), counts, settings, dim, ridge)
@@ -156,12 +164,17 @@ class Chunk(NamedTuple):
         exact: quadrature (or the Beta itself), not NUTS.
         fn: the jitted kernel, called as ``fn(counts)`` when ``exact``, else
             ``fn(keys, counts)``, on the ``padded`` lanes.
+        fallback: for the adaptive Gauss–Hermite rule (:mod:`kernels.gauss_hermite`),
+            which returns a summary and whether to trust it: the nested
+            quadrature that :func:`fit_lanes` runs on the lanes it rejects,
+            in chunks of the same size. Otherwise None.
     """
 
     piece: np.ndarray
     padded: np.ndarray
     exact: bool
     fn: Callable
+    fallback: Callable | None = None
 
 
 def fit_lanes(
@@ -176,6 +189,7 @@ def fit_lanes(
     memory_budget_bytes: float = 2e9,
     workers: int | None = None,
     on_chunk=None,
+    laplace: LaplaceRule | None = LaplaceRule(),
 ) -> FitResults:
     """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
 
@@ -194,6 +208,11 @@ def fit_lanes(
             :func:`default_workers`. A lane's numbers do not depend on it.
         on_chunk: called with the number of lanes finished after each chunk,
             in plan order.
+        laplace: with "quadrature", the full model's lanes are first tried
+            with this adaptive Gauss–Hermite rule; the lanes it does not
+            accept (:func:`kernels.gauss_hermite.laplace_summary`) then get the
+            nested ``rule``, in a second pass. None: every lane gets ``rule``.
+            Whether a lane is accepted depends on its counts alone.
     """
     b = int(np.asarray(counts.n_m).shape[0])
     out = {name: np.full(b, np.nan) for name in FitResults._fields}
@@ -201,22 +220,43 @@ def fit_lanes(
     out["steps"] = np.zeros(b, np.int64)
     out["exact"] = np.zeros(b, bool)
     out["sd_mcse"] = np.zeros(b)
-    chunks = plan_chunks(counts, method, level, nuts, rule, chunk_size, memory_budget_bytes)
+    chunks = plan_chunks(
+        counts, method, level, nuts, rule, chunk_size, memory_budget_bytes, laplace
+    )
     pool = ThreadPoolExecutor(max(1, int(workers or default_workers())))
     try:
-        # Chunks may finish in any order but are taken in plan order, so the
-        # results and the on_chunk calls are the same with any number of workers.
-        fitted = pool.map(lambda chunk: _fit_chunk(chunk, counts, keys, level), chunks)
-        for chunk, values in zip(chunks, fitted, strict=True):
-            n = len(chunk.piece)
-            for name, value in values.items():
-                out[name][chunk.piece] = np.asarray(value)[:n]
-            out["exact"][chunk.piece] = chunk.exact
-            if on_chunk is not None:
-                on_chunk(n)
+        rejected = _run_chunks(pool, chunks, counts, keys, level, out, on_chunk)
+        # The second pass: the nested rule on the lanes the fast one rejected,
+        # in chunks of the same size (so a lane's numbers do not depend on
+        # which others were rejected with it).
+        retries = []
+        for fallback, size, index in rejected:
+            retries += [Chunk(p, q, True, fallback) for p, q in _chunks(index, size)]
+        _run_chunks(pool, retries, counts, keys, level, out, on_chunk)
     finally:
         pool.shutdown(cancel_futures=True)  # after an error, start no more chunks
     return FitResults(**out)
+
+
+def _run_chunks(pool, chunks, counts, keys, level, out, on_chunk) -> list:
+    """Fit ``chunks`` into ``out``; ``[(fallback, size, lanes)]`` the fast rule rejected."""
+    rejected = {}
+    # Chunks may finish in any order but are taken in plan order, so the
+    # results and the on_chunk calls are the same with any number of workers.
+    fitted = pool.map(lambda chunk: _fit_chunk(chunk, counts, keys, level), chunks)
+    for chunk, values in zip(chunks, fitted, strict=True):
+        n = len(chunk.piece)
+        accepted = np.asarray(values.pop("accepted", np.ones(n, bool)))[:n]
+        done = chunk.piece[accepted]
+        for name, value in values.items():
+            out[name][done] = np.asarray(value)[:n][accepted]
+        out["exact"][done] = chunk.exact
+        if not accepted.all():
+            key = (chunk.fallback, len(chunk.padded))
+            rejected.setdefault(key, []).append(chunk.piece[~accepted])
+        if on_chunk is not None:
+            on_chunk(len(done))
+    return [(fn, size, np.concatenate(parts)) for (fn, size), parts in rejected.items()]
 
 
 def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float) -> dict:
@@ -225,7 +265,10 @@ def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float) -> d
     n = len(chunk.piece)
     if chunk.exact:
         s = jax.device_get(chunk.fn(lanes))
-        return {"post_mean": s.mean, "post_sd": s.sd, "ci_low": s.ci_low, "ci_high": s.ci_high}
+        if chunk.fallback is not None:
+            s, accepted = s
+            return {**_exact_fields(s), "accepted": accepted}
+        return _exact_fields(s)
     draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes))
     d = summarize_draws(draws.alpha[:n], level)
     return {
@@ -242,6 +285,10 @@ def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float) -> d
     }
 
 
+def _exact_fields(s) -> dict:
+    return {"post_mean": s.mean, "post_sd": s.sd, "ci_low": s.ci_low, "ci_high": s.ci_high}
+
+
 def plan_chunks(
     counts: Counts,
     method: Method,
@@ -250,30 +297,39 @@ def plan_chunks(
     rule: QuadratureRule = QuadratureRule(),
     chunk_size: int | None = None,
     memory_budget_bytes: float = 2e9,
+    laplace: LaplaceRule | None = LaplaceRule(),
 ) -> list[Chunk]:
-    """The compiled calls :func:`fit_lanes` makes, in order (arguments as there)."""
+    """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there)."""
     chunks = []
-    for kind, ridge, index in _lane_groups(counts, method, nuts):
+    for kind, ridge, index in _lane_groups(counts, method, nuts, laplace):
         exact = method == "quadrature" or kind == "beta"
+        fallback = None
         if exact:
             size = chunk_size or default_chunk_size("quadrature") or 1024
             fn = _quadrature_fn(kind, float(level), rule)
+            if kind == "full" and laplace is not None:
+                fn, fallback = _laplace_fn(ridge, float(level), laplace), fn
         else:
             size = chunk_size or default_chunk_size("nuts", nuts.chains)
             size = size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
         # A power of two, whatever was asked for, and no more than the group's bucket.
         size = min(1 << (max(1, int(size)).bit_length() - 1), _bucket(len(index)))
-        chunks += [Chunk(piece, padded, exact, fn) for piece, padded in _chunks(index, size)]
+        chunks += [
+            Chunk(piece, padded, exact, fn, fallback) for piece, padded in _chunks(index, size)
+        ]
     return chunks
 
 
-def _lane_groups(counts: Counts, method: Method, nuts: NUTSSettings):
+def _lane_groups(
+    counts: Counts, method: Method, nuts: NUTSSettings, laplace: LaplaceRule | None = None
+):
     """``(kind, ridge, index)`` for each group of lanes that shares one compiled kernel.
 
-    Lanes are grouped by model kind and, for NUTS on the full model, by their
-    coordinates (:func:`kernels.ridge.prefers_ridge`), so that each step
-    evaluates one log-density; each group is in order of :func:`difficulty`.
+    Lanes are grouped by model kind and, on the full model (NUTS with
+    ``nuts.ridge``, quadrature with ``laplace``), by their coordinates
+    (:func:`kernels.ridge.prefers_ridge`), so that each step evaluates one
+    log-density; each group is in order of :func:`difficulty`.
     Both are functions of a lane's own counts, so a lane's group does not
     depend on the others.
     """
@@ -283,7 +339,8 @@ def _lane_groups(counts: Counts, method: Method, nuts: NUTSSettings):
         index = order[kinds[order] == k]
         if len(index) == 0:
             continue
-        if method == "nuts" and kind == "full" and nuts.ridge:
+        by_ridge = nuts.ridge if method == "nuts" else laplace is not None
+        if kind == "full" and by_ridge:
             ridge = np.asarray(prefers_ridge(_take(counts, index)), bool)
             for flag in (False, True):
                 if np.any(ridge == flag):

@@ -129,3 +129,24 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
         for name, x, y in zip(one._fields, one, three, strict=True):
             np.testing.assert_array_equal(x, y, err_msg=name)
         assert np.isfinite(one.post_sd).all()
+
+
+def test_quadrature_takes_the_fast_rule_where_it_can_and_the_nested_rule_elsewhere():
+    c = mixed_lanes(96, seed=8)
+    keys = lane_keys(0, np.zeros((96, 2), np.uint32), np.arange(96))
+    fast = [chunk for chunk in plan_chunks(c, "quadrature") if chunk.fallback is not None]
+    assert fast and all(c.n_m[chunk.piece].all() for chunk in fast)
+    accepted = np.concatenate(
+        [np.asarray(chunk.fn(jax.tree.map(lambda x, p=chunk.padded: x[p], c))[1]) for chunk in fast]
+    )
+    assert 0 < accepted.sum() < len(accepted)  # both passes are exercised
+    both = fit_lanes(c, keys, "quadrature", workers=2)
+    nested = fit_lanes(c, keys, "quadrature", laplace=None)
+    for name in ("post_mean", "post_sd"):
+        np.testing.assert_allclose(getattr(both, name), getattr(nested, name), atol=1e-6)
+    for name in ("ci_low", "ci_high"):
+        np.testing.assert_allclose(getattr(both, name), getattr(nested, name), atol=1e-5)
+    assert both.exact.all()
+    # A lane's numbers do not depend on the lanes rejected with it.
+    alone = fit_lanes(jax.tree.map(lambda x: x[::2], c), keys[::2], "quadrature")
+    np.testing.assert_array_equal(alone.post_sd, both.post_sd[::2])
