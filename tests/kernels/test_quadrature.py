@@ -4,7 +4,7 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import betaln, gammaln, logsumexp
 
-from kernels.quadrature import QuadratureRule, posterior_summary
+from kernels.quadrature import QuadratureRule, alpha_log_marginal, posterior_summary
 from kernels.summaries import epsilon
 from tests.kernels.helpers import (
     counts,
@@ -91,10 +91,41 @@ def test_full_kind_agrees_with_a_much_finer_rule():
     fine = summarize(c, "full", QuadratureRule(64, 32, 24, 30.0, 36.0))
     assert np.all(np.isfinite(coarse.sd))
     # scripts/quadrature_accuracy.py measures 1005 such lanes (these among
-    # them): worst 2.5e-6, median 6e-11.
+    # them): worst 1.6e-6, median 6e-11.
     assert np.max(np.abs(coarse.sd - fine.sd)) < 1e-5
     assert np.median(np.abs(coarse.sd - fine.sd)) < 1e-7
     assert np.max(np.abs(coarse.mean - fine.mean)) < 2e-4
+
+
+def test_log_marginal_is_right_far_in_the_tails():
+    # A bench lane (N_M = 1e5) at α ten posterior SDs above its mean. Here the
+    # inner rule's Newton search started next to s_hi, took 30 of its 32 steps
+    # to leave it, then bisected away from the converged mode: log π came out
+    # 0.7 low, which the interval's log interpolant carried into the bulk
+    # (2e-5 on an interval end). Reference: plain sums on fine uniform grids in
+    # (t, s), where the integrand is a smooth peak well inside both ranges.
+    c = counts(
+        n_pos=391, n_phi=1000, n_tp=377, n_pos_paired=391, n_tn=583,
+        n_neg_paired=609, m_pos=41114, n_m=100000,
+    )  # fmt: skip
+    lane = jax.tree.map(lambda x: x[0], c)
+    alphas = np.array([0.398, 0.4586, 0.466])
+    ours = np.asarray(alpha_log_marginal(jax.numpy.asarray(alphas), lane, "full", QuadratureRule()))
+
+    def brute(alpha):
+        t = np.linspace(0.40, 0.43, 1201)[:, None]
+        beta = 1.0 - alpha
+        s_lo, s_hi = np.maximum(-t / beta, (t - 1) / alpha), np.minimum((1 - t) / beta, t / alpha)
+        s = s_lo + (s_hi - s_lo) * np.linspace(0, 1, 4001)[1:-1]
+        rho, eta = t + beta * s, 1.0 - t + alpha * s
+        log_f = 377 * np.log(rho) + 14 * np.log1p(-rho) + 583 * np.log(eta) + 26 * np.log1p(-eta)
+        log_inner = logsumexp(log_f, axis=1) + np.log((s_hi - s_lo)[:, 0] / 4000)
+        log_like = 41114 * np.log(t[:, 0]) + (100000 - 41114) * np.log1p(-t[:, 0])
+        log_prior = 391 * np.log(alpha) + 609 * np.log1p(-alpha)
+        return log_prior + logsumexp(log_like + log_inner)
+
+    reference = np.array([brute(a) for a in alphas])
+    np.testing.assert_allclose(ours[1:] - ours[0], reference[1:] - reference[0], atol=1e-5)
 
 
 def test_the_mixture_reference_matches_a_beta_moment_expansion():
