@@ -5,7 +5,8 @@ full model) and, on the full model, by coordinates (logits or ridge), ordered
 by an estimate of how hard the posterior is for NUTS so that lanes running in
 lock-step need similar tree depths, split into chunks of one fixed size (the
 last one padded) so each group compiles once, and run through
-``jax.jit(jax.vmap(...))`` of the kernels, on CPU one chunk per core at a
+``jax.jit(jax.vmap(...))`` of the kernels (the nested quadrature rule on CPU
+in small vmapped groups, one after another), on CPU one chunk per core at a
 time. Quadrature of the full model takes two passes: the adaptive
 Gauss–Hermite rule on every lane, then the nested rule on the lanes whose
 posterior it could not vouch for. Results come back in the input order, and a
@@ -39,6 +40,7 @@ __all__ = [
     "MIN_BATCH",
     "CPU_CHAINS_PER_CHUNK",
     "CPU_QUADRATURE_CHUNK",
+    "CPU_NESTED_GROUP",
     "fit_lanes",
     "lane_counts",
     "lane_keys",
@@ -62,6 +64,16 @@ MIN_BATCH = 64
 CPU_CHAINS_PER_CHUNK = 128
 #: On CPU a quadrature chunk holds this many lanes.
 CPU_QUADRATURE_CHUNK = 64
+#: On CPU the nested rule runs a chunk's lanes this many at a time
+#: (``jax.lax.map`` over groups, each vmapped) rather than all at once: a
+#: lane's α × t × s nodes are ~200,000, and 64 lanes' worth of each
+#: intermediate (100 MB) falls far out of cache. On 512 of the benchmark's
+#: lanes the two-pass driver ran at 280 posteriors/s with groups of 4, 270 of
+#: 8 and 198 with the whole chunk vmapped (measured ad hoc, two runs each;
+#: the committed run is in the README). The Gauss–Hermite rule, with 100
+#: times fewer nodes, is fastest vmapped whole. A lane's numbers came out bit
+#: for bit alike in chunks of 8, 32 and 128 lanes (96 lanes, ad hoc).
+CPU_NESTED_GROUP = 4
 
 
 def difficulty(counts: Counts) -> np.ndarray:
@@ -126,8 +138,13 @@ def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
 
 
 @cache
-def _quadrature_fn(kind: str, level: float, rule: QuadratureRule):
-    return jax.jit(jax.vmap(lambda c: posterior_summary(c, kind, level, rule)))
+def _quadrature_fn(kind: str, level: float, rule: QuadratureRule, group: int | None = None):
+    def one(c):
+        return posterior_summary(c, kind, level, rule)
+
+    if group is None:
+        return jax.jit(jax.vmap(one))
+    return jax.jit(lambda lanes: jax.lax.map(one, lanes, batch_size=group))
 
 
 @cache
@@ -306,7 +323,9 @@ def plan_chunks(
         fallback = None
         if exact:
             size = chunk_size or default_chunk_size("quadrature") or 1024
-            fn = _quadrature_fn(kind, float(level), rule)
+            on_cpu = jax.default_backend() == "cpu"
+            group = CPU_NESTED_GROUP if kind == "full" and on_cpu else None
+            fn = _quadrature_fn(kind, float(level), rule, group)
             if kind == "full" and laplace is not None:
                 fn, fallback = _laplace_fn(ridge, float(level), laplace), fn
         else:
