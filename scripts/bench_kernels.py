@@ -119,8 +119,13 @@ def timed_fits(
     """
     for c in plan_chunks(counts, method, nuts=settings, chunk_size=chunk, laplace=laplace):
         lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
-        for fn in (c.fn, c.fallback) if c.fallback else (c.fn,):
-            fn.lower(*((lanes,) if c.exact else (keys[c.padded], lanes))).compile()
+        if not c.exact:
+            c.fn.lower(keys[c.padded], lanes).compile()
+        elif c.fallback is None:
+            c.fn.lower(lanes, len(c.piece)).compile()
+        else:  # the fast rule, and the nested rule its rejected lanes get
+            c.fn.lower(lanes).compile()
+            c.fallback.lower(lanes, len(c.piece)).compile()
     return timed(
         lambda: fit_lanes(
             counts,

@@ -65,7 +65,7 @@ CPU_CHAINS_PER_CHUNK = 128
 #: On CPU a quadrature chunk holds this many lanes.
 CPU_QUADRATURE_CHUNK = 64
 #: On CPU the nested rule runs a chunk's lanes this many at a time
-#: (``jax.lax.map`` over groups, each vmapped) rather than all at once: a
+#: (:func:`_in_groups`: a loop over groups, each vmapped) rather than all at once: a
 #: lane's α × t × s nodes are ~200,000, and 64 lanes' worth of each
 #: intermediate (100 MB) falls far out of cache. On 512 of the benchmark's
 #: lanes the two-pass driver ran at 280 posteriors/s with groups of 4, 270 of
@@ -139,12 +139,42 @@ def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
 
 @cache
 def _quadrature_fn(kind: str, level: float, rule: QuadratureRule, group: int | None = None):
-    def one(c):
-        return posterior_summary(c, kind, level, rule)
+    """``fn(lanes, n_valid=None)``: summaries of a chunk, of which only the first n_valid count.
 
+    With ``group`` the lanes run that many at a time (:func:`_in_groups`),
+    and groups past the first n_valid lanes are not computed at all.
+    """
+    vmapped = jax.vmap(lambda c: posterior_summary(c, kind, level, rule))
     if group is None:
-        return jax.jit(jax.vmap(one))
-    return jax.jit(lambda lanes: jax.lax.map(one, lanes, batch_size=group))
+        return jax.jit(lambda lanes, n_valid=None: vmapped(lanes))
+    return jax.jit(lambda lanes, n_valid=None: _in_groups(vmapped, group, lanes, n_valid))
+
+
+def _in_groups(fn, group: int, lanes, n_valid=None):
+    """``fn`` (vmapped) over ``lanes`` ``(B,)``, ``group`` lanes at a time, one group after another.
+
+    Only the groups that hold the first ``n_valid`` lanes (all, if None) are
+    computed; the rest of the output is zeros. ``B`` and ``group`` are powers
+    of two. The loop runs to a traced bound, so one program serves a chunk
+    whatever its padding: a shard's last, mostly padded chunk costs what its
+    own lanes cost.
+    """
+    size = jax.tree.leaves(lanes)[0].shape[0]
+    group = min(group, size)
+    count = size // group
+    grouped = jax.tree.map(lambda x: x.reshape(count, group, *x.shape[1:]), lanes)
+    shapes = jax.eval_shape(fn, jax.tree.map(lambda x: x[0], grouped))
+    out = jax.tree.map(lambda s: jnp.zeros((count, *s.shape), s.dtype), shapes)
+
+    def compute(i, out):
+        piece = jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False), grouped)
+        return jax.tree.map(
+            lambda o, v: jax.lax.dynamic_update_index_in_dim(o, v, i, 0), out, fn(piece)
+        )
+
+    needed = count if n_valid is None else (n_valid + group - 1) // group
+    out = jax.lax.fori_loop(0, needed, compute, out)
+    return jax.tree.map(lambda x: x.reshape(size, *x.shape[2:]), out)
 
 
 @cache
@@ -281,11 +311,10 @@ def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float) -> d
     lanes = _take(counts, chunk.padded)
     n = len(chunk.piece)
     if chunk.exact:
-        s = jax.device_get(chunk.fn(lanes))
-        if chunk.fallback is not None:
-            s, accepted = s
+        if chunk.fallback is not None:  # the fast rule: summaries and whether to trust them
+            s, accepted = jax.device_get(chunk.fn(lanes))
             return {**_exact_fields(s), "accepted": accepted}
-        return _exact_fields(s)
+        return _exact_fields(jax.device_get(chunk.fn(lanes, n)))
     draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes))
     d = summarize_draws(draws.alpha[:n], level)
     return {
