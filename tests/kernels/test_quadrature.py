@@ -101,7 +101,7 @@ def test_log_marginal_is_right_far_in_the_tails():
     # A bench lane (N_M = 1e5) at α ten posterior SDs above its mean. Here the
     # inner rule's Newton search started next to s_hi, took 30 of its 32 steps
     # to leave it, then bisected away from the converged mode: log π came out
-    # 0.7 low, which the interval's log interpolant carried into the bulk
+    # 0.8 off, which the interval's log interpolant carried into the bulk
     # (2e-5 on an interval end). Reference: plain sums on fine uniform grids in
     # (t, s), where the integrand is a smooth peak well inside both ranges.
     c = counts(
