@@ -15,7 +15,8 @@ ends completes its transition (proposal, adaptation, draw) and begins the next
 in the same iteration, so a batch runs until the lane with the most leapfrog
 steps *over all its transitions* is done; those totals, sums over 1500
 transitions, vary far less between lanes than single trajectories do
-(efficiency 0.79 on the same batches, 0.87 with lanes sorted by difficulty).
+(efficiency 0.73-0.79 on the same batches, 0.84-0.87 with lanes sorted by
+difficulty, in two benchmark runs with different random streams).
 
 The transition is NumPyro's NUTS (``numpyro.infer.hmc_util.build_tree``),
 step for step: velocity Verlet (NumPyro's ``velocity_verlet``), multinomial
@@ -124,7 +125,8 @@ class StepwiseState(NamedTuple):
     """One lane's whole sampler state between two leapfrog steps.
 
     Attributes:
-        key: PRNG key, split once per step.
+        key: the chain's PRNG key; the step with ``leapfrogs`` = i draws
+            from ``fold_in(key, i)`` (:func:`_step_randomness`).
         position: the chain's current point.
         adapt: NumPyro's adaptation state (step size, mass matrix, …).
         mode: :data:`SEARCH`, :data:`TREE` or :data:`DONE`.
@@ -222,6 +224,9 @@ class _Sampler(NamedTuple):
     max_tree_depth: int
     warmup_max_tree_depth: int
     record_steps: bool
+    # Batch-level conditionals (:func:`_materialized`, the adaptation update):
+    # on CPU, where they are cheap; an accelerator would wait on its host for each.
+    conditionals: bool
 
 
 def _initial_state(key: Array, z: Array, model_args, sampler: _Sampler) -> StepwiseState:
@@ -234,6 +239,9 @@ def _initial_state(key: Array, z: Array, model_args, sampler: _Sampler) -> Stepw
     adapt = wa_init(
         position, adapt_key, step_size=jnp.ones((), z.dtype), mass_matrix_size=sampler.dim
     )
+    # NumPyro's adapter splits its key on every update for a step-size search
+    # that runs here as SEARCH steps instead; without a key it splits none.
+    adapt = adapt._replace(rng_key=None)
     trajectory = _start_trajectory(position, position.r, adapt.inverse_mass_matrix)
     zero_int = jnp.zeros((), jnp.int32)
     return StepwiseState(
@@ -253,10 +261,52 @@ def _initial_state(key: Array, z: Array, model_args, sampler: _Sampler) -> Stepw
     )
 
 
-def _advance(state: StepwiseState, model_args, sampler: _Sampler) -> StepwiseState:
+def _step_randomness(key: Array, step: Array, dim: int, dtype) -> tuple[Array, Array]:
+    """``(2, dim)`` standard normals and ``(3,)`` uniforms on [0, 1) for one step of one lane.
+
+    Counter-based: one key per step, ``fold_in(key, step)``, and one draw of
+    uniforms from it, the normals their Gaussian quantiles (as
+    ``jax.random.normal`` makes them). Splitting the key and drawing normals
+    and uniforms separately took three Threefry evaluations per step, each a
+    small loop of its own in XLA's CPU code.
+    """
+    n = 2 * dim + 3
+    u = jax.random.uniform(jax.random.fold_in(key, step), (n,), dtype)
+    above_minus_one = jnp.nextafter(jnp.array(-1.0, dtype), jnp.array(0.0, dtype))
+    normals = np.sqrt(2.0) * jax.lax.erf_inv(jnp.maximum(2.0 * u[: 2 * dim] - 1.0, above_minus_one))
+    return normals.reshape(2, dim), u[2 * dim :]
+
+
+def _materialized(tree, running: Array, sampler: _Sampler):
+    """``tree``, computed once and stored, where ``sampler.conditionals``.
+
+    XLA on CPU fuses a chain of cheap elementwise operations into every
+    fusion that consumes its result, and computes it again in each: the
+    leaf's gradient, the Gaussian quantiles of the momenta and the
+    transition's flags each feed dozens of selects below, and so were
+    computed dozens of times per step (20,500 fused operations per lane per
+    step, against 3,200 with these values stored; with the two changes of
+    :func:`_step_randomness` and the adaptation update, a step took 1.4 µs
+    per chain in chunks of 128 chains, against 2.6 µs, on the benchmark's
+    lanes, measured ad hoc). A conditional is a
+    boundary XLA does not fuse across. ``running`` is True wherever a step
+    runs (it is the loop's condition); the other branch exists only so that
+    XLA keeps the conditional.
+    """
+    if not sampler.conditionals:
+        return tree
+    return jax.lax.cond(running, lambda t: t, lambda t: jax.tree.map(jnp.zeros_like, t), tree)
+
+
+def _advance(
+    state: StepwiseState, model_args, sampler: _Sampler, running: Array, warming: Array
+) -> StepwiseState:
     """One leapfrog step of one lane, and whatever ends or begins with it.
 
-    Once a lane is done its outputs (draws, counts, position) no longer change.
+    ``running`` and ``warming`` are the batch's, not the lane's: whether any
+    lane is still sampling (True wherever a step runs) and whether any is
+    still warming up. Once a lane is done its outputs (draws, counts,
+    position) no longer change.
     """
     potential_fn = sampler.potential_fn_gen(*model_args)
     _, vv_update = velocity_verlet(potential_fn, euclidean_kinetic_energy)
@@ -267,9 +317,11 @@ def _advance(state: StepwiseState, model_args, sampler: _Sampler) -> StepwiseSta
     schedule = build_adaptation_schedule(sampler.warmup)
     window_ends = np.array([w.end for w in schedule[1:-1]], np.int32)
 
-    key, normal_key, uniform_key = jax.random.split(state.key, 3)
-    normals = jax.random.normal(normal_key, (2, sampler.dim), state.position.z.dtype)
-    uniforms = jax.random.uniform(uniform_key, (3,), state.position.z.dtype)
+    normals, uniforms = _materialized(
+        _step_randomness(state.key, state.leapfrogs, sampler.dim, state.position.z.dtype),
+        running,
+        sampler,
+    )
     adapt, search, trajectory, doubling = (
         state.adapt,
         state.search,
@@ -286,6 +338,7 @@ def _advance(state: StepwiseState, model_args, sampler: _Sampler) -> StepwiseSta
     start = _select(searching, state.position._replace(r=trial_r), doubling.edge)
     signed_step = jnp.where(doubling.going_right, adapt.step_size, -adapt.step_size)
     leaf = vv_update(jnp.where(searching, trial_step, signed_step), inverse_mass, start)
+    leaf = _materialized(leaf, running, sampler)
     start_energy = jnp.where(
         searching,
         state.position.potential_energy + _kinetic(inverse_mass, trial_r),
@@ -362,10 +415,18 @@ def _advance(state: StepwiseState, model_args, sampler: _Sampler) -> StepwiseSta
     transition_done = (
         active & ~searching & doubling_done & ((merged.depth >= max_depth) | turning | diverging)
     )
+    transition_done, doubling_done, search_done, diverging, grown, merged = _materialized(
+        (transition_done, doubling_done, search_done, diverging, grown, merged), running, sampler
+    )
 
     # A finished transition: move, adapt during warm-up, keep the draw after it.
     chosen = merged.proposal
-    adapted = wa_update(state.transition, merged.accept_sum / merged.leaves, chosen, adapt)
+
+    def update():
+        return wa_update(state.transition, merged.accept_sum / merged.leaves, chosen, adapt)
+
+    # With conditionals, computed only while a lane of the batch is warming up.
+    adapted = jax.lax.cond(warming, update, lambda: adapt) if sampler.conditionals else update()
     adapt = _select(transition_done & warm, adapted, adapt)
     window_end = transition_done & warm & jnp.any(state.transition == window_ends)
     kept = transition_done & ~warm
@@ -392,6 +453,9 @@ def _advance(state: StepwiseState, model_args, sampler: _Sampler) -> StepwiseSta
     # What comes next: another search step, a new transition, the next
     # doubling, or the next leaf of this one.
     begin = search_done | (transition_done & ~window_end & ~finished)
+    begin, finished, window_end, position, adapt = _materialized(
+        (begin, finished, window_end, position, adapt), running, sampler
+    )
     doubling_done = doubling_done & active
     r = adapt.mass_matrix_sqrt * normals[1]
     fresh = _start_trajectory(position, r, adapt.inverse_mass_matrix)
@@ -410,7 +474,7 @@ def _advance(state: StepwiseState, model_args, sampler: _Sampler) -> StepwiseSta
         jnp.where(window_end | (searching & ~search_done), SEARCH, TREE),
     ).astype(jnp.int32)
     return StepwiseState(
-        key=key,
+        key=state.key,
         position=position,
         adapt=adapt,
         mode=mode,
@@ -469,9 +533,18 @@ def run_lanes(
         int(max_tree_depth),
         int(min(warmup_max_tree_depth, max_tree_depth)),
         bool(record_steps),
+        jax.default_backend() == "cpu",
     )
     state = jax.vmap(lambda k, x, a: _initial_state(k, x, a, sampler))(keys, z, model_args)
-    advance = jax.vmap(lambda s, a: _advance(s, a, sampler))
-    return jax.lax.while_loop(
-        lambda s: jnp.any(s.mode != DONE), lambda s: advance(s, model_args), state
+    advance = jax.vmap(
+        lambda s, a, running, warming: _advance(s, a, sampler, running, warming),
+        in_axes=(0, 0, None, None),
     )
+
+    def running(s: StepwiseState) -> Array:
+        return jnp.any(s.mode != DONE)
+
+    def step(s: StepwiseState) -> StepwiseState:
+        return advance(s, model_args, running(s), jnp.any(s.transition < sampler.warmup))
+
+    return jax.lax.while_loop(running, step, state)
