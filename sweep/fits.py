@@ -56,11 +56,10 @@ __all__ = [
 #: draws, and on an accelerator each lane group), which bounds the number of
 #: compiled programs whatever the shard sizes.
 MIN_BATCH = 64
-#: On CPU a NUTS chunk holds this many chains (fits × chains per fit): per
-#: lane, a leapfrog iteration cost 1.5 µs at 128 chains and 2.3 µs at 256 on
-#: the development CPU (measured ad hoc), and chunks of 32 fits of 4 chains
-#: ran 1.5-1.9x as fast as chunks of 64 (benchmarks/results/
-#: kernels-cpu-20261124-124444.json; :func:`default_chunk_size`).
+#: On CPU a NUTS chunk holds this many chains (fits × chains per fit): chunks
+#: of 32 fits of 4 chains ran 1.2-1.4x as fast as chunks of 64, and as fast
+#: as chunks of 16 or faster (benchmarks/results/kernels-cpu-20261124-224744.json,
+#: version 0.7.0; :func:`default_chunk_size`).
 CPU_CHAINS_PER_CHUNK = 128
 #: On CPU a quadrature chunk holds this many lanes.
 CPU_QUADRATURE_CHUNK = 64
@@ -100,8 +99,9 @@ def default_chunk_size(method: Method, chains: int = 4, backend: str | None = No
     size is :data:`CPU_QUADRATURE_CHUNK` for quadrature and, for NUTS, the
     power of two of fits nearest below :data:`CPU_CHAINS_PER_CHUNK` chains
     (32 fits of 4 chains; at least one fit). On 1024 of the benchmark's fits,
-    two workers: 15.4 fits/s in chunks of 32, 14.7 of 16 and 10.1 of 64
-    (``scripts/bench_kernels.py --nuts-chunks``). Elsewhere ``None``: 1024 for
+    two workers: 27.8 fits/s in chunks of 32, 27.9 of 16 and 23.3 of 64; on
+    256, 24.5, 21.1 and 17.1 (``scripts/bench_kernels.py --nuts-chunks``,
+    version 0.7.0). Elsewhere ``None``: 1024 for
     quadrature, what the memory budget allows for NUTS, each shrunk to the
     group's own power of two (invariance across those sizes is not yet
     measured on an accelerator).
