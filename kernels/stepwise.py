@@ -273,7 +273,10 @@ def _step_randomness(key: Array, step: Array, dim: int, dtype) -> tuple[Array, A
     n = 2 * dim + 3
     u = jax.random.uniform(jax.random.fold_in(key, step), (n,), dtype)
     above_minus_one = jnp.nextafter(jnp.array(-1.0, dtype), jnp.array(0.0, dtype))
-    normals = np.sqrt(2.0) * jax.lax.erf_inv(jnp.maximum(2.0 * u[: 2 * dim] - 1.0, above_minus_one))
+    # A Python float: a NumPy scalar would promote float32 lanes to float64.
+    normals = math.sqrt(2.0) * jax.lax.erf_inv(
+        jnp.maximum(2.0 * u[: 2 * dim] - 1.0, above_minus_one)
+    )
     return normals.reshape(2, dim), u[2 * dim :]
 
 
@@ -288,10 +291,10 @@ def _materialized(tree, running: Array, sampler: _Sampler):
     step, against 3,200 with these values stored; with the two changes of
     :func:`_step_randomness` and the adaptation update, a step took 1.4 µs
     per chain in chunks of 128 chains, against 2.6 µs, on the benchmark's
-    lanes, measured ad hoc). A conditional is a
-    boundary XLA does not fuse across. ``running`` is True wherever a step
-    runs (it is the loop's condition); the other branch exists only so that
-    XLA keeps the conditional.
+    lanes, measured ad hoc). A conditional is a boundary XLA does not fuse
+    across. ``running`` is True wherever a step runs (it is the loop's
+    condition); the other branch exists only so that XLA keeps the
+    conditional.
     """
     if not sampler.conditionals:
         return tree
