@@ -190,7 +190,8 @@ def _window_edge(log_f, centre, scale, limit, sign, drop):
     points = centre + sign * _LADDER * scale
     points = jnp.where(sign * (points - limit) >= 0, limit, points)
     fallen = (log_f(centre) - log_f(points) >= drop) | (points == limit)
-    return jnp.where(jnp.any(fallen), points[jnp.argmax(fallen)], points[-1])
+    first = jnp.argmax(fallen)
+    return jnp.where(fallen[first], points[first], points[-1])
 
 
 def _to_logit(lo, hi, centre, scale, breaks):
@@ -244,7 +245,11 @@ def _probed_panels(
     if shoulder is not None:
         splits += [_window_edge(log_f, centre, scale, lo, -1.0, shoulder)]
         splits += [_window_edge(log_f, centre, scale, hi, 1.0, shoulder)]
-    edges = jnp.sort(jnp.stack([a, *[jnp.clip(x, a, b) for x in splits], b]))
+    edges = jnp.stack([a, *[jnp.clip(x, a, b) for x in splits], b])
+    if len(splits) > 1:
+        # a ≤ centre ≤ b already; XLA's sort of a few elements per lane is slow
+        # (12 % of the nested rule's time when the s rule sorted its three).
+        edges = jnp.sort(edges)
     return _gauss_panels(edges[:-1], edges[1:], n, logit)
 
 
