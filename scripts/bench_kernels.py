@@ -54,6 +54,7 @@ from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from kernels.gauss_hermite import LaplaceRule  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
 from kernels.nuts import NUTSSettings  # noqa: E402
+from kernels.quadrature import model_kind  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
 from sweep.fits import (  # noqa: E402
     _nuts_fn,
@@ -146,6 +147,7 @@ def quadrature_throughput(counts, keys) -> dict:
     largest differences between the two paths' numbers.
     """
     n = len(np.asarray(counts.n_m))
+    n_full = int(np.sum(model_kind(counts.n_m, counts.rho_eta_known) == 2))
     both, both_s = timed_fits(counts, keys, "quadrature", None)
     nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None)
     accepted = []
@@ -161,7 +163,8 @@ def quadrature_throughput(counts, keys) -> dict:
         "quadrature_per_s": n / both_s,
         "quadrature_nested_only_per_s": n / nested_s,
         "quadrature_over_nested_only": nested_s / both_s,
-        "gauss_hermite_accepted_share": float(np.mean(np.concatenate(accepted)))
+        # Of all full-model lanes, those with too few counts for the rule included.
+        "gauss_hermite_accepted_share": float(np.concatenate(accepted).sum() / n_full)
         if accepted
         else 0.0,
         "quadrature_max_abs_difference_to_nested_only": gap,

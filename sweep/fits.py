@@ -27,10 +27,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernels.counts import Counts, Design, draw_counts, expected_counts, replicate_key
-from kernels.gauss_hermite import LaplaceRule, laplace_summary
+from kernels.gauss_hermite import LaplaceRule, counts_allow, laplace_summary
 from kernels.logdensity import position_size
 from kernels.nuts import NUTSSettings, sample_fits, sampler_key, summarize_draws
-from kernels.quadrature import MODEL_KINDS, QuadratureRule, model_kind, posterior_summary
+from kernels.quadrature import (
+    MODEL_KINDS,
+    QuadratureRule,
+    model_kind,
+    paired_rule_is_exact,
+    posterior_summary,
+)
 from kernels.ridge import prefers_ridge
 from kernels.summaries import FitResults
 
@@ -138,13 +144,20 @@ def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
 
 
 @cache
-def _quadrature_fn(kind: str, level: float, rule: QuadratureRule, group: int | None = None):
+def _quadrature_fn(
+    kind: str,
+    level: float,
+    rule: QuadratureRule,
+    group: int | None = None,
+    exact_paired: bool = False,
+):
     """``fn(lanes, n_valid=None)``: summaries of a chunk, of which only the first n_valid count.
 
     With ``group`` the lanes run that many at a time (:func:`_in_groups`),
     and groups past the first n_valid lanes are not computed at all.
+    ``exact_paired``: see :func:`kernels.quadrature.posterior_summary`.
     """
-    vmapped = jax.vmap(lambda c: posterior_summary(c, kind, level, rule))
+    vmapped = jax.vmap(lambda c: posterior_summary(c, kind, level, rule, exact_paired))
     if group is None:
         return jax.jit(lambda lanes, n_valid=None: vmapped(lanes))
     return jax.jit(lambda lanes, n_valid=None: _in_groups(vmapped, group, lanes, n_valid))
@@ -347,15 +360,15 @@ def plan_chunks(
 ) -> list[Chunk]:
     """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there)."""
     chunks = []
-    for kind, ridge, index in _lane_groups(counts, method, nuts, laplace):
+    for kind, ridge, exact_paired, index in _lane_groups(counts, method, nuts, laplace):
         exact = method == "quadrature" or kind == "beta"
         fallback = None
         if exact:
             size = chunk_size or default_chunk_size("quadrature") or 1024
             on_cpu = jax.default_backend() == "cpu"
             group = CPU_NESTED_GROUP if kind == "full" and on_cpu else None
-            fn = _quadrature_fn(kind, float(level), rule, group)
-            if kind == "full" and laplace is not None:
+            fn = _quadrature_fn(kind, float(level), rule, group, exact_paired)
+            if kind == "full" and laplace is not None and ridge is not None:
                 fn, fallback = _laplace_fn(ridge, float(level), laplace), fn
         else:
             size = chunk_size or default_chunk_size("nuts", nuts.chains)
@@ -372,14 +385,21 @@ def plan_chunks(
 def _lane_groups(
     counts: Counts, method: Method, nuts: NUTSSettings, laplace: LaplaceRule | None = None
 ):
-    """``(kind, ridge, index)`` for each group of lanes that shares one compiled kernel.
+    """``(kind, ridge, exact_paired, index)``: groups of lanes that share one compiled kernel.
 
-    Lanes are grouped by model kind and, on the full model (NUTS with
-    ``nuts.ridge``, quadrature with ``laplace``), by their coordinates
-    (:func:`kernels.ridge.prefers_ridge`), so that each step evaluates one
-    log-density; each group is in order of :func:`difficulty`.
-    Both are functions of a lane's own counts, so a lane's group does not
-    depend on the others.
+    Lanes are grouped by model kind and, on the full model, by their
+    coordinates (:func:`kernels.ridge.prefers_ridge`; NUTS with
+    ``nuts.ridge``, quadrature with ``laplace``), so that each step evaluates
+    one log-density; each group is in order of :func:`difficulty`. With
+    quadrature, ``ridge`` is None for full-model lanes whose counts are too
+    few for the Gauss–Hermite rule ever to accept them
+    (:func:`kernels.gauss_hermite.counts_allow`; 19 % of the benchmark's
+    lanes): they go straight to the nested rule instead of costing a
+    Gauss–Hermite fit first. ``exact_paired`` marks quadrature's lanes with
+    few paired ratings, whose nested rule integrates s exactly
+    (:func:`kernels.quadrature.paired_rule_is_exact`). All of it is a
+    function of a lane's own counts, so a lane's group does not depend on
+    the others.
     """
     kinds = model_kind(counts.n_m, counts.rho_eta_known)
     order = np.argsort(difficulty(counts), kind="stable")
@@ -387,14 +407,34 @@ def _lane_groups(
         index = order[kinds[order] == k]
         if len(index) == 0:
             continue
-        by_ridge = nuts.ridge if method == "nuts" else laplace is not None
-        if kind == "full" and by_ridge:
+        if kind == "full" and method == "quadrature":
+            yield from _quadrature_groups(counts, index, laplace)
+        elif kind == "full" and nuts.ridge and method == "nuts":
             ridge = np.asarray(prefers_ridge(_take(counts, index)), bool)
             for flag in (False, True):
                 if np.any(ridge == flag):
-                    yield kind, flag, index[ridge == flag]
+                    yield kind, flag, False, index[ridge == flag]
         else:
-            yield kind, False, index
+            yield kind, False, False, index
+
+
+def _quadrature_groups(counts: Counts, index: np.ndarray, laplace: LaplaceRule | None):
+    """:func:`_lane_groups` for quadrature's full-model lanes ``index``, order kept."""
+    lanes = _take(counts, index)
+    exact_paired = np.asarray(paired_rule_is_exact(lanes), bool)
+    if laplace is None:
+        tried, ridge = np.zeros(len(index), bool), np.zeros(len(index), bool)
+    else:
+        tried = np.asarray(counts_allow(lanes, laplace.min_count), bool)
+        ridge = np.asarray(prefers_ridge(lanes), bool)
+    for paired in (False, True):
+        for flag in (None, False, True):
+            if flag is None:
+                keep = ~tried & (exact_paired == paired)
+            else:
+                keep = tried & (ridge == flag) & (exact_paired == paired)
+            if keep.any():
+                yield "full", flag, paired, index[keep]
 
 
 def _bucket(n: int) -> int:

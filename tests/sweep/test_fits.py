@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from kernels.nuts import NUTSSettings
+from kernels.quadrature import model_kind
 from sweep.fits import (
     CPU_QUADRATURE_CHUNK,
     MIN_BATCH,
@@ -133,6 +134,10 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
 
 def test_quadrature_takes_the_fast_rule_where_it_can_and_the_nested_rule_elsewhere():
     c = mixed_lanes(96, seed=8)
+    # Every paired positive also positive by the metric: too few counts for
+    # the fast rule ever to accept these lanes.
+    few = np.flatnonzero((model_kind(c.n_m, c.rho_eta_known) == 2) & (np.arange(96) % 7 == 0))
+    c = c._replace(n_tp=np.where(np.isin(np.arange(96), few), c.n_pos_paired, c.n_tp))
     keys = lane_keys(0, np.zeros((96, 2), np.uint32), np.arange(96))
     fast = [chunk for chunk in plan_chunks(c, "quadrature") if chunk.fallback is not None]
     assert fast and all(c.n_m[chunk.piece].all() for chunk in fast)
@@ -140,6 +145,10 @@ def test_quadrature_takes_the_fast_rule_where_it_can_and_the_nested_rule_elsewhe
         [np.asarray(chunk.fn(jax.tree.map(lambda x, p=chunk.padded: x[p], c))[1]) for chunk in fast]
     )
     assert 0 < accepted.sum() < len(accepted)  # both passes are exercised
+    # Lanes the fast rule could never accept skip it: nested rule, first pass.
+    assert len(few) >= 3 and not np.isin(few, np.concatenate([ch.piece for ch in fast])).any()
+    first = np.concatenate([chunk.piece for chunk in plan_chunks(c, "quadrature")])
+    assert np.isin(few, first).all()
     both = fit_lanes(c, keys, "quadrature", workers=2)
     nested = fit_lanes(c, keys, "quadrature", laplace=None)
     for name in ("post_mean", "post_sd"):
