@@ -186,16 +186,30 @@ EXACT_PAIRED_NODES = 8
 _LOGIT_EDGE = 36.0
 
 
-def _window_edge(log_f, centre, scale, limit, sign, drop):
-    """First probe centre + sign·k·scale (k on the ladder) where log_f has fallen by ``drop``.
+def _window_edges(log_f, centre, scale, lo, hi, drops):
+    """For each fall in ``drops``, the window edges ``(2,)`` (left, right) around ``centre``.
 
-    Probes are clipped at ``limit``; reaching it ends the window there.
+    On either side the edge is the first probe centre ± k·scale (k on the
+    ladder) where log_f has fallen by that much. Probes are clipped at ``lo``
+    and ``hi``; reaching one ends the window there. All probes go through
+    log_f in one call: probing each side on its own, XLA on CPU ran the
+    comparison fused with the log-integrand at half the speed of the nodes'
+    evaluation, and the probes took 55 % of the nested rule's time.
     """
+    sign = np.array([[-1.0], [1.0]])
+    limit = jnp.stack([lo, hi])[:, None]
     points = centre + sign * _LADDER * scale
     points = jnp.where(sign * (points - limit) >= 0, limit, points)
-    fallen = (log_f(centre) - log_f(points) >= drop) | (points == limit)
-    first = jnp.argmax(fallen)
-    return jnp.where(fallen[first], points[first], points[-1])
+    fall = log_f(centre) - log_f(points)
+    edges = []
+    for drop in drops:
+        fallen = (fall >= drop) | (points == limit)
+        first = jnp.argmax(fallen, axis=1)[:, None]
+        found = jnp.take_along_axis(fallen, first, axis=1)[:, 0]
+        edges.append(
+            jnp.where(found, jnp.take_along_axis(points, first, axis=1)[:, 0], points[:, -1])
+        )
+    return edges
 
 
 def _to_logit(lo, hi, centre, scale, breaks):
@@ -243,12 +257,9 @@ def _probed_panels(
     Jacobian); nodes come back in x, weights include dx/du.
     """
     centre = jnp.clip(centre, lo, hi)
-    a = _window_edge(log_f, centre, scale, lo, -1.0, drop)
-    b = _window_edge(log_f, centre, scale, hi, 1.0, drop)
-    splits = [centre, *breaks]
-    if shoulder is not None:
-        splits += [_window_edge(log_f, centre, scale, lo, -1.0, shoulder)]
-        splits += [_window_edge(log_f, centre, scale, hi, 1.0, shoulder)]
+    drops = (drop,) if shoulder is None else (drop, shoulder)
+    (a, b), *inner = _window_edges(log_f, centre, scale, lo, hi, drops)
+    splits = [centre, *breaks, *[edge for pair in inner for edge in pair]]
     edges = jnp.stack([a, *[jnp.clip(x, a, b) for x in splits], b])
     if len(splits) > 1:
         # a ≤ centre ≤ b already; XLA's sort of a few elements per lane is slow
