@@ -55,7 +55,9 @@ class LaplaceRule(NamedTuple):
         logit_check_nodes: the same for the coarser rule it is checked against.
         ridge_nodes, ridge_check_nodes: the two rules in ridge coordinates,
             where the second axis moves t = p given α (see :func:`laplace_summary`).
-        newton_steps: damped Newton steps from the Beta posterior means to the mode.
+        newton_steps: damped Newton steps from the Beta posterior means to the mode
+            (8, 12 and 20 accepted the same lanes with the same worst errors on
+            the benchmark's 1024 lanes and 1005 drawn ones; measured ad hoc).
         tolerance: largest accepted |difference| of the two rules' posterior
             mean and SD.
         interval_tolerance: the same for the interval ends: the issue asks for
@@ -70,7 +72,7 @@ class LaplaceRule(NamedTuple):
     logit_check_nodes: tuple[int, int, int] = (10, 10, 10)
     ridge_nodes: tuple[int, int, int] = (16, 7, 16)
     ridge_check_nodes: tuple[int, int, int] = (12, 5, 12)
-    newton_steps: int = 20
+    newton_steps: int = 12
     tolerance: float = 1e-6
     interval_tolerance: float = 1e-5
     min_count: float = 3.0
