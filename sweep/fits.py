@@ -8,8 +8,9 @@ last one padded) so each group compiles once, and run through
 ``jax.jit(jax.vmap(...))`` of the kernels (the nested quadrature rule on CPU
 in small vmapped groups, one after another), on CPU one chunk per core at a
 time. Quadrature of the full model takes two passes: the adaptive
-Gauss–Hermite rule on every lane, then the nested rule on the lanes whose
-posterior it could not vouch for. Results come back in the input order, and a
+Gauss–Hermite rule on every lane whose counts let it accept the lane at all,
+then the nested rule on the rest and on the lanes whose posterior it could
+not vouch for. Results come back in the input order, and a
 lane's result does not depend on which lanes share its chunk, nor on how many
 chunks run at once: its randomness comes from its own key only.
 """
