@@ -8,6 +8,11 @@ Two references, on full-model lanes of ``random_counts(n, seed)``
     mixture of Betas over the latent count of adequate metric-rated outputs
     (``tests.kernels.helpers.exact_summaries``), independent of the quadrature.
 
+Measured against both: the nested rule alone (``posterior_summary``), and
+what a sweep computes (``sweep.fits.fit_lanes``: the Gauss–Hermite rule on
+the lanes it accepts, the nested rule, exact in s for few paired ratings,
+on the rest), with the share of lanes the Gauss–Hermite rule took.
+
 Prints and writes as JSON under benchmarks/results/ the worst and median
 |Δ posterior SD|, the worst |Δ mean|, and the worst and median |Δ interval
 end| (95 % central interval) with the number of lanes beyond 1e-6, for each
@@ -37,6 +42,7 @@ from result_record import provenance, write_record  # noqa: E402 - beside this s
 
 from kernels.counts import Counts  # noqa: E402
 from kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
+from sweep.fits import fit_lanes, lane_keys, plan_chunks  # noqa: E402
 from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
@@ -48,6 +54,20 @@ def summaries(counts: Counts, rule: QuadratureRule) -> np.ndarray:
     """``(B, 4)``: posterior mean, SD, interval ends of the full-model lanes ``counts``."""
     fn = jax.jit(jax.vmap(lambda c: posterior_summary(c, "full", LEVEL, rule)))
     return np.stack([np.asarray(v) for v in fn(counts)], axis=1)
+
+
+def driver_summaries(counts: Counts) -> tuple[np.ndarray, float]:
+    """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes`; the fast rule's share."""
+    b = len(np.asarray(counts.n_m))
+    keys = lane_keys(0, np.zeros((b, 2), np.uint32), np.arange(b))
+    fits = fit_lanes(counts, keys, "quadrature", level=LEVEL)
+    taken = 0
+    for chunk in plan_chunks(counts, "quadrature", LEVEL):
+        if chunk.fallback is not None:
+            lanes = jax.tree.map(lambda x, c=chunk: np.asarray(x)[c.padded], counts)
+            taken += int(np.asarray(chunk.fn(lanes)[1])[: len(chunk.piece)].sum())
+    out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)
+    return out, taken / b
 
 
 def errors(ours: np.ndarray, reference: np.ndarray) -> dict:
@@ -79,14 +99,19 @@ def main(argv=None) -> None:
         n, seed = (int(v) for v in item.split(":"))
         c = full_model_lanes(n, seed)
         ours = summaries(c, rule)
+        driver, share = driver_summaries(c)
+        finer = summaries(c, FINE)
         small = np.asarray(c.n_m) <= args.exact_max_nm
         exact = exact_summaries(jax.tree.map(lambda x, small=small: x[small], c), LEVEL)
         rows.append(
             {
                 "n": n,
                 "seed": seed,
-                "against_finer_rule": errors(ours, summaries(c, FINE)),
+                "against_finer_rule": errors(ours, finer),
                 "against_exact_sum": errors(ours[small], exact),
+                "driver_against_finer_rule": errors(driver, finer),
+                "driver_against_exact_sum": errors(driver[small], exact),
+                "driver_gauss_hermite_share": share,
             }
         )
     result = {
@@ -96,7 +121,12 @@ def main(argv=None) -> None:
         "exact_max_n_m": args.exact_max_nm,
         "sets": rows,
     }
-    for reference in ("against_finer_rule", "against_exact_sum"):
+    for reference in (
+        "against_finer_rule",
+        "against_exact_sum",
+        "driver_against_finer_rule",
+        "driver_against_exact_sum",
+    ):
         parts = [r[reference] for r in rows if r[reference]["lanes"]]
         result[reference] = {
             "lanes": sum(p["lanes"] for p in parts),
