@@ -60,6 +60,7 @@ from sweep.fits import (  # noqa: E402
     _nuts_fn,
     default_workers,
     difficulty,
+    fast_rule_accepted,
     fit_lanes,
     lane_keys,
     plan_chunks,
@@ -150,11 +151,6 @@ def quadrature_throughput(counts, keys) -> dict:
     n_full = int(np.sum(model_kind(counts.n_m, counts.rho_eta_known) == 2))
     both, both_s = timed_fits(counts, keys, "quadrature", None)
     nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None)
-    accepted = []
-    for c in plan_chunks(counts, "quadrature"):
-        if c.fallback is not None:
-            lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
-            accepted.append(np.asarray(c.fn(lanes)[1])[: len(c.piece)])
     gap = {
         name: float(np.max(np.abs(getattr(both, name) - getattr(nested, name))))
         for name in ("post_mean", "post_sd", "ci_low", "ci_high")
@@ -164,9 +160,7 @@ def quadrature_throughput(counts, keys) -> dict:
         "quadrature_nested_only_per_s": n / nested_s,
         "quadrature_over_nested_only": nested_s / both_s,
         # Of all full-model lanes, those with too few counts for the rule included.
-        "gauss_hermite_accepted_share": float(np.concatenate(accepted).sum() / n_full)
-        if accepted
-        else 0.0,
+        "gauss_hermite_accepted_share": float(fast_rule_accepted(counts).sum() / max(n_full, 1)),
         "quadrature_max_abs_difference_to_nested_only": gap,
         "quadrature_s": both_s,
     }

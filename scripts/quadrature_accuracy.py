@@ -42,7 +42,7 @@ from result_record import provenance, write_record  # noqa: E402 - beside this s
 
 from kernels.counts import Counts  # noqa: E402
 from kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
-from sweep.fits import fit_lanes, lane_keys, plan_chunks  # noqa: E402
+from sweep.fits import fast_rule_accepted, fit_lanes, lane_keys  # noqa: E402
 from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
@@ -61,13 +61,8 @@ def driver_summaries(counts: Counts) -> tuple[np.ndarray, float]:
     b = len(np.asarray(counts.n_m))
     keys = lane_keys(0, np.zeros((b, 2), np.uint32), np.arange(b))
     fits = fit_lanes(counts, keys, "quadrature", level=LEVEL)
-    taken = 0
-    for chunk in plan_chunks(counts, "quadrature", LEVEL):
-        if chunk.fallback is not None:
-            lanes = jax.tree.map(lambda x, c=chunk: np.asarray(x)[c.padded], counts)
-            taken += int(np.asarray(chunk.fn(lanes)[1])[: len(chunk.piece)].sum())
     out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)
-    return out, taken / b
+    return out, float(fast_rule_accepted(counts, LEVEL).mean())
 
 
 def errors(ours: np.ndarray, reference: np.ndarray) -> dict:

@@ -57,6 +57,7 @@ __all__ = [
     "default_workers",
     "difficulty",
     "plan_chunks",
+    "fast_rule_accepted",
     "Chunk",
 ]
 
@@ -389,6 +390,20 @@ def plan_chunks(
             Chunk(piece, padded, exact, fn, fallback) for piece, padded in _chunks(index, size)
         ]
     return chunks
+
+
+def fast_rule_accepted(counts: Counts, level: float = 0.95, **plan) -> np.ndarray:
+    """``(B,)`` bool: the lanes whose quadrature :func:`fit_lanes` takes from the fast rule.
+
+    A diagnostic for benchmarks and accuracy reports: it runs the first pass's
+    Gauss–Hermite chunks again (``plan``: the other arguments of :func:`plan_chunks`).
+    """
+    accepted = np.zeros(len(np.asarray(counts.n_m)), bool)
+    for chunk in plan_chunks(counts, "quadrature", level, **plan):
+        if chunk.fallback is not None:
+            lanes = _take(counts, chunk.padded)
+            accepted[chunk.piece] = np.asarray(chunk.fn(lanes)[1])[: len(chunk.piece)]
+    return accepted
 
 
 def _lane_groups(
