@@ -29,7 +29,6 @@ the rest. Use float64 (``jax_enable_x64``).
 
 from __future__ import annotations
 
-from functools import cache
 from typing import NamedTuple
 
 import jax
@@ -38,7 +37,7 @@ import numpy as np
 
 from kernels.counts import Counts
 from kernels.logdensity import logdensity
-from kernels.quadrature import PosteriorSummary
+from kernels.quadrature import PosteriorSummary, normal_rule
 from kernels.ridge import ridge_logdensity, ridge_position
 
 Array = jax.Array
@@ -78,13 +77,6 @@ class LaplaceRule(NamedTuple):
     min_count: float = 3.0
 
 
-@cache
-def _hermite_rule(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes z and log weights of the n-point rule for the standard normal."""
-    y, w = np.polynomial.hermite.hermgauss(n)
-    return np.sqrt(2.0) * y, np.log(w / np.sqrt(np.pi))
-
-
 def _probabilists_hermite(z: Array, degree: int) -> list[Array]:
     """[He_0(z), …, He_degree(z)] by the recurrence He_{k+1} = z·He_k − k·He_{k−1}."""
     values = [jnp.ones_like(z), z]
@@ -122,7 +114,7 @@ def _marginal_summary(log_f, mode, chol, nodes: tuple[int, int, int], level: flo
     ``nodes``: Gauss–Hermite nodes on each axis of z.
     """
     n = nodes[0]
-    axes = [_hermite_rule(k) for k in nodes]
+    axes = [normal_rule(k) for k in nodes]
     z, log_w = axes[0]
     grid = np.stack(np.meshgrid(*[z_k for z_k, _ in axes], indexing="ij"), -1).reshape(-1, 3)
     x = mode + grid @ chol.T

@@ -26,8 +26,10 @@ Measures, on whatever device JAX has:
     lane's total (warm-up, searches and draws).
 
 Quadrature is timed as the driver runs it (the adaptive Gauss–Hermite rule,
-the nested rule on the lanes it rejects) and with the nested rule alone, with
-the share of lanes the fast rule accepts and the largest differences.
+the nested rule with a Gauss–Hermite t axis on the lanes it rejects, the
+nested rule on the rest), without the middle rule (version 0.8.0's driver),
+and with the nested rule alone, with the share of full-model lanes each rule
+takes and the largest differences to the nested rule alone.
 
 Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--lockstep 64]
            [--nuts-chunks 64 256 1024] [--workers 1 2] [--quadrature-only] [--out DIR]
@@ -54,16 +56,16 @@ from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from kernels.gauss_hermite import LaplaceRule  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
 from kernels.nuts import NUTSSettings  # noqa: E402
-from kernels.quadrature import model_kind  # noqa: E402
+from kernels.quadrature import HermiteTRule, model_kind  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
 from sweep.fits import (  # noqa: E402
     _nuts_fn,
     default_workers,
     difficulty,
-    fast_rule_accepted,
     fit_lanes,
     lane_keys,
     plan_chunks,
+    quadrature_rules,
 )
 
 
@@ -110,35 +112,24 @@ def timed_fits(
     settings=NUTSSettings(),
     workers=None,
     laplace=LaplaceRule(),
+    hermite_t=HermiteTRule(),
 ):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
-    Each chunk's program (and the nested quadrature a fast chunk falls back
+    Each chunk's program (and those of the rules its rejected lanes fall back
     to) is compiled ahead (into the persistent compilation cache that
     :func:`main` sets up), so the time is the fits', not XLA's. ``chunk``,
-    ``workers`` and ``laplace`` as in ``fit_lanes`` (None: its defaults, or
-    for ``laplace`` the nested rule alone).
+    ``workers``, ``laplace`` and ``hermite_t`` as in ``fit_lanes`` (None:
+    its defaults, or for the two rules: not at all).
     """
-    for c in plan_chunks(counts, method, nuts=settings, chunk_size=chunk, laplace=laplace):
+    plan = {"chunk_size": chunk, "laplace": laplace, "hermite_t": hermite_t}
+    for c in plan_chunks(counts, method, nuts=settings, **plan):
         lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
         if not c.exact:
             c.fn.lower(keys[c.padded], lanes).compile()
-        elif c.fallback is None:
-            c.fn.lower(lanes, len(c.piece)).compile()
-        else:  # the fast rule, and the nested rule its rejected lanes get
-            c.fn.lower(lanes).compile()
-            c.fallback.lower(lanes, len(c.piece)).compile()
-    return timed(
-        lambda: fit_lanes(
-            counts,
-            keys,
-            method,
-            nuts=settings,
-            chunk_size=chunk,
-            workers=workers,
-            laplace=laplace,
-        )
-    )
+        for fn in (c.fn, *(stage.fn for stage in c.fallbacks)) if c.exact else ():
+            fn.lower(lanes, len(c.piece)).compile()
+    return timed(lambda: fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan))
 
 
 def quadrature_throughput(counts, keys) -> dict:
@@ -148,21 +139,27 @@ def quadrature_throughput(counts, keys) -> dict:
     largest differences between the two paths' numbers.
     """
     n = len(np.asarray(counts.n_m))
-    n_full = int(np.sum(model_kind(counts.n_m, counts.rho_eta_known) == 2))
-    both, both_s = timed_fits(counts, keys, "quadrature", None)
-    nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None)
+    full = model_kind(counts.n_m, counts.rho_eta_known) == 2
+    driver, driver_s = timed_fits(counts, keys, "quadrature", None)
+    _, two_rules_s = timed_fits(counts, keys, "quadrature", None, hermite_t=None)
+    nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None, hermite_t=None)
     gap = {
-        name: float(np.max(np.abs(getattr(both, name) - getattr(nested, name))))
+        name: float(np.max(np.abs(getattr(driver, name) - getattr(nested, name))))
         for name in ("post_mean", "post_sd", "ci_low", "ci_high")
     }
+    rules = quadrature_rules(counts)[full]
     return {
-        "quadrature_per_s": n / both_s,
+        "quadrature_per_s": n / driver_s,
+        "quadrature_without_hermite_t_per_s": n / two_rules_s,
         "quadrature_nested_only_per_s": n / nested_s,
-        "quadrature_over_nested_only": nested_s / both_s,
-        # Of all full-model lanes, those with too few counts for the rule included.
-        "gauss_hermite_accepted_share": float(fast_rule_accepted(counts).sum() / max(n_full, 1)),
+        "quadrature_over_without_hermite_t": two_rules_s / driver_s,
+        "quadrature_over_nested_only": nested_s / driver_s,
+        # Of all full-model lanes: the share whose numbers come from each rule.
+        "rule_shares": {
+            rule: float(np.mean(rules == rule)) for rule in ("gauss_hermite", "hermite_t", "nested")
+        },
         "quadrature_max_abs_difference_to_nested_only": gap,
-        "quadrature_s": both_s,
+        "quadrature_s": driver_s,
     }
 
 

@@ -10,8 +10,9 @@ Two references, on full-model lanes of ``random_counts(n, seed)``
 
 Measured against both: the nested rule alone (``posterior_summary``), and
 what a sweep computes (``sweep.fits.fit_lanes``: the Gauss–Hermite rule on
-the lanes it accepts, the nested rule, exact in s for few paired ratings,
-on the rest), with the share of lanes the Gauss–Hermite rule took.
+the lanes it accepts, the nested rule with a Gauss–Hermite t axis where it
+accepts, the nested rule on the rest; s exact for few paired ratings), with
+the share of lanes each rule took.
 
 Prints and writes as JSON under benchmarks/results/ the worst and median
 |Δ posterior SD|, the worst |Δ mean|, and the worst and median |Δ interval
@@ -42,12 +43,13 @@ from result_record import provenance, write_record  # noqa: E402 - beside this s
 
 from kernels.counts import Counts  # noqa: E402
 from kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
-from sweep.fits import fast_rule_accepted, fit_lanes, lane_keys  # noqa: E402
+from sweep.fits import fit_lanes  # noqa: E402
 from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
 FINE = QuadratureRule(64, 32, 24, 30.0, 36.0)
 LEVEL = 0.95
+RULES = ("gauss_hermite", "hermite_t", "nested")
 
 
 def summaries(counts: Counts, rule: QuadratureRule) -> np.ndarray:
@@ -56,13 +58,12 @@ def summaries(counts: Counts, rule: QuadratureRule) -> np.ndarray:
     return np.stack([np.asarray(v) for v in fn(counts)], axis=1)
 
 
-def driver_summaries(counts: Counts) -> tuple[np.ndarray, float]:
-    """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes`; the fast rule's share."""
-    b = len(np.asarray(counts.n_m))
-    keys = lane_keys(0, np.zeros((b, 2), np.uint32), np.arange(b))
-    fits = fit_lanes(counts, keys, "quadrature", level=LEVEL)
+def driver_summaries(counts: Counts) -> tuple[np.ndarray, dict]:
+    """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes`; each rule's share."""
+    rules = np.full(len(np.asarray(counts.n_m)), "", dtype=object)
+    fits = fit_lanes(counts, None, "quadrature", level=LEVEL, rules=rules)
     out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)
-    return out, float(fast_rule_accepted(counts, LEVEL).mean())
+    return out, {rule: float(np.mean(rules == rule)) for rule in RULES}
 
 
 def errors(ours: np.ndarray, reference: np.ndarray) -> dict:
@@ -94,7 +95,7 @@ def main(argv=None) -> None:
         n, seed = (int(v) for v in item.split(":"))
         c = full_model_lanes(n, seed)
         ours = summaries(c, rule)
-        driver, share = driver_summaries(c)
+        driver, shares = driver_summaries(c)
         finer = summaries(c, FINE)
         small = np.asarray(c.n_m) <= args.exact_max_nm
         exact = exact_summaries(jax.tree.map(lambda x, small=small: x[small], c), LEVEL)
@@ -106,7 +107,7 @@ def main(argv=None) -> None:
                 "against_exact_sum": errors(ours[small], exact),
                 "driver_against_finer_rule": errors(driver, finer),
                 "driver_against_exact_sum": errors(driver[small], exact),
-                "driver_gauss_hermite_share": share,
+                "driver_rule_shares": shares,
             }
         )
     result = {

@@ -7,10 +7,11 @@ lock-step need similar tree depths, split into chunks of one fixed size (the
 last one padded) so each group compiles once, and run through
 ``jax.jit(jax.vmap(...))`` of the kernels (the nested quadrature rule on CPU
 in small vmapped groups, one after another), on CPU one chunk per core at a
-time. Quadrature of the full model takes two passes: the adaptive
-Gauss–Hermite rule on every lane whose counts let it accept the lane at all,
-then the nested rule on the rest and on the lanes whose posterior it could
-not vouch for. Results come back in the input order, and a
+time. Quadrature of the full model takes up to three passes, each rule
+checking itself and passing on the lanes whose posterior it cannot vouch
+for: the adaptive Gauss–Hermite rule on every lane whose counts let it
+accept the lane at all, the nested rule with a Gauss–Hermite t axis, then
+the nested rule. Results come back in the input order, and a
 lane's result does not depend on which lanes share its chunk, nor on how many
 chunks run at once: its randomness comes from its own key only.
 """
@@ -33,7 +34,10 @@ from kernels.logdensity import position_size
 from kernels.nuts import NUTSSettings, sample_fits, sampler_key, summarize_draws
 from kernels.quadrature import (
     MODEL_KINDS,
+    HermiteTRule,
     QuadratureRule,
+    hermite_t_allows,
+    hermite_t_summary,
     model_kind,
     paired_rule_is_exact,
     posterior_summary,
@@ -49,6 +53,8 @@ __all__ = [
     "CPU_QUADRATURE_CHUNK",
     "CPU_NESTED_GROUP",
     "CPU_EXACT_PAIRED_GROUP",
+    "CPU_HERMITE_T_GROUP",
+    "QUADRATURE_RULES",
     "fit_lanes",
     "lane_counts",
     "lane_keys",
@@ -57,8 +63,9 @@ __all__ = [
     "default_workers",
     "difficulty",
     "plan_chunks",
-    "fast_rule_accepted",
+    "quadrature_rules",
     "Chunk",
+    "Stage",
 ]
 
 #: Batches are padded to powers of two of at least this many lanes (count
@@ -87,6 +94,18 @@ CPU_NESTED_GROUP = 4
 #: 325 in groups of 4, numbers bit for bit alike (128 benchmark lanes, best of
 #: three; ad hoc).
 CPU_EXACT_PAIRED_GROUP = 16
+#: The same for :func:`kernels.quadrature.hermite_t_summary` (two nested
+#: rules with 8 and 6 t-nodes where the nested rule has up to 72): on 64 of
+#: the benchmark's lanes with 100 paired ratings, 3.1 ms a lane in groups of
+#: 16 and of 64, 3.5 in groups of 4; with 10 (s exact), 0.7 in groups of 16
+#: and 64, 0.9 of 4 (ad hoc, best of three).
+CPU_HERMITE_T_GROUP = 16
+#: Names of the rules a quadrature lane's numbers can come from, in the order
+#: :func:`fit_lanes` tries them: the Beta itself (N_M = 0), the exact
+#: one-dimensional rule (ρ, η known), and for the full model the adaptive
+#: Gauss–Hermite rule, the nested rule with a Gauss–Hermite t axis
+#: (:func:`kernels.quadrature.hermite_t_summary`), and the nested rule.
+QUADRATURE_RULES = ("beta", "known", "gauss_hermite", "hermite_t", "nested")
 
 
 def difficulty(counts: Counts) -> np.ndarray:
@@ -200,7 +219,18 @@ def _in_groups(fn, group: int, lanes, n_valid=None):
 
 @cache
 def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
-    return jax.jit(jax.vmap(lambda c: laplace_summary(c, ridge, level, rule)))
+    vmapped = jax.vmap(lambda c: laplace_summary(c, ridge, level, rule))
+    return jax.jit(lambda lanes, n_valid=None: vmapped(lanes))
+
+
+@cache
+def _hermite_t_fn(
+    level: float, rule: QuadratureRule, check: HermiteTRule, group: int | None, exact_paired: bool
+):
+    vmapped = jax.vmap(lambda c: hermite_t_summary(c, level, rule, check, exact_paired))
+    if group is None:
+        return jax.jit(lambda lanes, n_valid=None: vmapped(lanes))
+    return jax.jit(lambda lanes, n_valid=None: _in_groups(vmapped, group, lanes, n_valid))
 
 
 @cache
@@ -222,6 +252,21 @@ def _chunks(index: np.ndarray, size: int):
         yield piece, np.concatenate([piece, np.repeat(piece[:1], size - len(piece))])
 
 
+class Stage(NamedTuple):
+    """A quadrature rule that a lane may be sent on to when the one before rejects it.
+
+    Attributes:
+        rule: its name, one of :data:`QUADRATURE_RULES`.
+        fn: the jitted kernel, as :attr:`Chunk.fn`.
+        allows: None, or ``allows(counts) -> (n,) bool`` (host-side): the
+            lanes it could ever accept; the others skip it.
+    """
+
+    rule: str
+    fn: Callable
+    allows: Callable | None = None
+
+
 class Chunk(NamedTuple):
     """One compiled call of :func:`fit_lanes`.
 
@@ -230,24 +275,29 @@ class Chunk(NamedTuple):
         padded: ``(size,)`` the lanes sent in: ``piece``, then repeats of its
             first lane up to the chunk's size, a power of two.
         exact: quadrature (or the Beta itself), not NUTS.
-        fn: the jitted kernel, called as ``fn(counts)`` when ``exact``, else
-            ``fn(keys, counts)``, on the ``padded`` lanes.
-        fallback: for the adaptive Gauss–Hermite rule (:mod:`kernels.gauss_hermite`),
-            which returns a summary and whether to trust it: the nested
-            quadrature that :func:`fit_lanes` runs on the lanes it rejects,
-            in chunks of the same size. Otherwise None.
+        fn: the jitted kernel, called as ``fn(counts, n)`` when ``exact`` (n:
+            how many of the lanes count), else ``fn(keys, counts)``, on the
+            ``padded`` lanes.
+        rule: with ``exact``, the name of its rule (:data:`QUADRATURE_RULES`).
+        fallbacks: the rules :func:`fit_lanes` tries, in turn, on the lanes
+            that ``fn`` rejects, in chunks of the same size. Where there are
+            any, ``fn`` returns a summary and whether to trust it (a rule that
+            checks itself: :func:`kernels.gauss_hermite.laplace_summary`,
+            :func:`kernels.quadrature.hermite_t_summary`); so does every
+            fallback but the last.
     """
 
     piece: np.ndarray
     padded: np.ndarray
     exact: bool
     fn: Callable
-    fallback: Callable | None = None
+    rule: str = ""
+    fallbacks: tuple[Stage, ...] = ()
 
 
 def fit_lanes(
     counts: Counts,
-    keys: jax.Array,
+    keys: jax.Array | None,
     method: Method,
     *,
     level: float = 0.95,
@@ -258,13 +308,15 @@ def fit_lanes(
     workers: int | None = None,
     on_chunk=None,
     laplace: LaplaceRule | None = LaplaceRule(),
+    hermite_t: HermiteTRule | None = HermiteTRule(),
+    rules: np.ndarray | None = None,
 ) -> FitResults:
     """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
 
     Args:
         counts: ``(B,)`` counts (NumPy or JAX arrays).
         keys: ``(B,)`` replicate keys (:func:`kernels.counts.replicate_key`);
-            only NUTS uses them.
+            only NUTS uses them (None will do for quadrature).
         method: "nuts" or "quadrature". With "nuts", lanes with N_M = 0 are
             still solved exactly: their α-marginal is the Beta itself.
         level: credible level of the central interval.
@@ -277,10 +329,16 @@ def fit_lanes(
         on_chunk: called with the number of lanes finished after each chunk,
             in plan order.
         laplace: with "quadrature", the full model's lanes are first tried
-            with this adaptive Gauss–Hermite rule; the lanes it does not
-            accept (:func:`kernels.gauss_hermite.laplace_summary`) then get the
-            nested ``rule``, in a second pass. None: every lane gets ``rule``.
-            Whether a lane is accepted depends on its counts alone.
+            with this adaptive Gauss–Hermite rule
+            (:func:`kernels.gauss_hermite.laplace_summary`); None: not at all.
+        hermite_t: then the lanes it does not accept (or was not tried on)
+            with the nested rule with a Gauss–Hermite t axis
+            (:func:`kernels.quadrature.hermite_t_summary`), where its counts
+            allow; None: not at all. The rest get the nested ``rule``, each
+            rule in a pass of its own. Whether a lane is accepted depends on
+            its counts alone.
+        rules: None, or a ``(B,)`` array that receives each lane's rule
+            (:data:`QUADRATURE_RULES`; "nuts" for sampled fits), a diagnostic.
     """
     b = int(np.asarray(counts.n_m).shape[0])
     out = {name: np.full(b, np.nan) for name in FitResults._fields}
@@ -289,25 +347,41 @@ def fit_lanes(
     out["exact"] = np.zeros(b, bool)
     out["sd_mcse"] = np.zeros(b)
     chunks = plan_chunks(
-        counts, method, level, nuts, rule, chunk_size, memory_budget_bytes, laplace
+        counts, method, level, nuts, rule, chunk_size, memory_budget_bytes, laplace, hermite_t
     )
     pool = ThreadPoolExecutor(max(1, int(workers or default_workers())))
     try:
-        rejected = _run_chunks(pool, chunks, counts, keys, level, out, on_chunk)
-        # The second pass: the nested rule on the lanes the fast one rejected,
-        # in chunks of the same size (so a lane's numbers do not depend on
-        # which others were rejected with it).
-        retries = []
-        for fallback, size, index in rejected:
-            retries += [Chunk(p, q, True, fallback) for p, q in _chunks(index, size)]
-        _run_chunks(pool, retries, counts, keys, level, out, on_chunk)
+        while chunks:
+            rejected = _run_chunks(pool, chunks, counts, keys, level, out, on_chunk, rules)
+            # The next pass: the next rule on the lanes this one rejected, in
+            # chunks of the same size (so a lane's numbers do not depend on
+            # which others were rejected with it).
+            chunks = []
+            for fallbacks, size, index in rejected:
+                for stages, lanes in _route(fallbacks, index, counts):
+                    first, rest = stages[0], stages[1:]
+                    chunks += [
+                        Chunk(p, q, True, first.fn, first.rule, rest)
+                        for p, q in _chunks(lanes, size)
+                    ]
     finally:
         pool.shutdown(cancel_futures=True)  # after an error, start no more chunks
     return FitResults(**out)
 
 
-def _run_chunks(pool, chunks, counts, keys, level, out, on_chunk) -> list:
-    """Fit ``chunks`` into ``out``; ``[(fallback, size, lanes)]`` the fast rule rejected."""
+def _route(stages: tuple[Stage, ...], index: np.ndarray, counts: Counts):
+    """``(stages', lanes)``: lanes of ``index``, each with its stages from the first it may take."""
+    while stages and stages[0].allows is not None:
+        allowed = np.asarray(stages[0].allows(_take(counts, index)), bool)
+        if allowed.any():
+            yield stages, index[allowed]
+        stages, index = stages[1:], index[~allowed]
+    if stages and len(index):
+        yield stages, index
+
+
+def _run_chunks(pool, chunks, counts, keys, level, out, on_chunk, rules=None) -> list:
+    """Fit ``chunks`` into ``out``; ``[(fallbacks, size, lanes)]`` their rules rejected."""
     rejected = {}
     # Chunks may finish in any order but are taken in plan order, so the
     # results and the on_chunk calls are the same with any number of workers.
@@ -319,12 +393,14 @@ def _run_chunks(pool, chunks, counts, keys, level, out, on_chunk) -> list:
         for name, value in values.items():
             out[name][done] = np.asarray(value)[:n][accepted]
         out["exact"][done] = chunk.exact
+        if rules is not None:
+            rules[done] = chunk.rule if chunk.exact else "nuts"
         if not accepted.all():
-            key = (chunk.fallback, len(chunk.padded))
+            key = (chunk.fallbacks, len(chunk.padded))
             rejected.setdefault(key, []).append(chunk.piece[~accepted])
         if on_chunk is not None:
             on_chunk(len(done))
-    return [(fn, size, np.concatenate(parts)) for (fn, size), parts in rejected.items()]
+    return [(stages, size, np.concatenate(parts)) for (stages, size), parts in rejected.items()]
 
 
 def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float) -> dict:
@@ -332,8 +408,8 @@ def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float) -> d
     lanes = _take(counts, chunk.padded)
     n = len(chunk.piece)
     if chunk.exact:
-        if chunk.fallback is not None:  # the fast rule: summaries and whether to trust them
-            s, accepted = jax.device_get(chunk.fn(lanes))
+        if chunk.fallbacks:  # a rule that checks itself: summaries and whether to trust them
+            s, accepted = jax.device_get(chunk.fn(lanes, n))
             return {**_exact_fields(s), "accepted": accepted}
         return _exact_fields(jax.device_get(chunk.fn(lanes, n)))
     draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes))
@@ -365,45 +441,70 @@ def plan_chunks(
     chunk_size: int | None = None,
     memory_budget_bytes: float = 2e9,
     laplace: LaplaceRule | None = LaplaceRule(),
+    hermite_t: HermiteTRule | None = HermiteTRule(),
 ) -> list[Chunk]:
     """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there)."""
     chunks = []
     for kind, ridge, exact_paired, index in _lane_groups(counts, method, nuts, laplace):
-        exact = method == "quadrature" or kind == "beta"
-        fallback = None
-        if exact:
+        if method == "quadrature" or kind == "beta":
             size = chunk_size or default_chunk_size("quadrature") or 1024
-            on_cpu = jax.default_backend() == "cpu"
-            group = None
-            if kind == "full" and on_cpu:
-                group = CPU_EXACT_PAIRED_GROUP if exact_paired else CPU_NESTED_GROUP
-            fn = _quadrature_fn(kind, float(level), rule, group, exact_paired)
-            if kind == "full" and laplace is not None and ridge is not None:
-                fn, fallback = _laplace_fn(ridge, float(level), laplace), fn
+            stages = _quadrature_stages(kind, ridge, exact_paired, level, rule, laplace, hermite_t)
+            # Lanes start at the first rule their counts allow.
+            routes = list(_route(stages, index, counts))
         else:
             size = chunk_size or default_chunk_size("nuts", nuts.chains)
             size = size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
-        # A power of two, whatever was asked for, and no more than the group's bucket.
-        size = min(1 << (max(1, int(size)).bit_length() - 1), _bucket(len(index)))
-        chunks += [
-            Chunk(piece, padded, exact, fn, fallback) for piece, padded in _chunks(index, size)
-        ]
+            routes = [((Stage("nuts", fn),), index)]
+        for (first, *rest), lanes in routes:
+            # A power of two, whatever was asked for, and no more than the group's bucket.
+            n = min(1 << (max(1, int(size)).bit_length() - 1), _bucket(len(lanes)))
+            exact = first.rule != "nuts"
+            chunks += [
+                Chunk(piece, padded, exact, first.fn, first.rule if exact else "", tuple(rest))
+                for piece, padded in _chunks(lanes, n)
+            ]
     return chunks
 
 
-def fast_rule_accepted(counts: Counts, level: float = 0.95, **plan) -> np.ndarray:
-    """``(B,)`` bool: the lanes whose quadrature :func:`fit_lanes` takes from the fast rule.
+def _quadrature_stages(
+    kind: str,
+    ridge: bool | None,
+    exact_paired: bool,
+    level: float,
+    rule: QuadratureRule,
+    laplace: LaplaceRule | None,
+    hermite_t: HermiteTRule | None,
+) -> tuple[Stage, ...]:
+    """The rules a group's lanes are tried with, in order (:func:`_lane_groups`' fields)."""
+    level = float(level)
+    on_cpu = jax.default_backend() == "cpu"
+    if kind != "full":
+        return (Stage(kind, _quadrature_fn(kind, level, rule)),)
+    group = (CPU_EXACT_PAIRED_GROUP if exact_paired else CPU_NESTED_GROUP) if on_cpu else None
+    stages = [Stage("nested", _quadrature_fn(kind, level, rule, group, exact_paired))]
+    if hermite_t is not None:
+        group = CPU_HERMITE_T_GROUP if on_cpu else None
+        fn = _hermite_t_fn(level, rule, hermite_t, group, exact_paired)
+        stages.insert(0, Stage("hermite_t", fn, _hermite_t_allows))
+    if laplace is not None and ridge is not None:
+        stages.insert(0, Stage("gauss_hermite", _laplace_fn(ridge, level, laplace)))
+    return tuple(stages)
 
-    A diagnostic for benchmarks and accuracy reports: it runs the first pass's
-    Gauss–Hermite chunks again (``plan``: the other arguments of :func:`plan_chunks`).
+
+def _hermite_t_allows(counts: Counts) -> np.ndarray:
+    return np.asarray(hermite_t_allows(counts), bool)
+
+
+def quadrature_rules(counts: Counts, level: float = 0.95, **options) -> np.ndarray:
+    """``(B,)`` the rule (:data:`QUADRATURE_RULES`) each lane's quadrature comes from.
+
+    A diagnostic for benchmarks and accuracy reports: it runs the quadrature
+    again (``options``: the other keyword arguments of :func:`fit_lanes`).
     """
-    accepted = np.zeros(len(np.asarray(counts.n_m)), bool)
-    for chunk in plan_chunks(counts, "quadrature", level, **plan):
-        if chunk.fallback is not None:
-            lanes = _take(counts, chunk.padded)
-            accepted[chunk.piece] = np.asarray(chunk.fn(lanes)[1])[: len(chunk.piece)]
-    return accepted
+    rules = np.full(len(np.asarray(counts.n_m)), "", dtype=object)
+    fit_lanes(counts, None, "quadrature", level=level, rules=rules, **options)
+    return rules.astype(str)
 
 
 def _lane_groups(
@@ -418,8 +519,8 @@ def _lane_groups(
     quadrature, ``ridge`` is None for full-model lanes whose counts are too
     few for the Gauss–Hermite rule ever to accept them
     (:func:`kernels.gauss_hermite.counts_allow`; 19 % of the benchmark's
-    lanes): they go straight to the nested rule instead of costing a
-    Gauss–Hermite fit first. ``exact_paired`` marks quadrature's lanes with
+    lanes): they skip it instead of costing a Gauss–Hermite fit first.
+    ``exact_paired`` marks quadrature's lanes with
     few paired ratings, whose nested rule integrates s exactly
     (:func:`kernels.quadrature.paired_rule_is_exact`). All of it is a
     function of a lane's own counts, so a lane's group does not depend on

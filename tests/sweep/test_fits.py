@@ -132,25 +132,37 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
         assert np.isfinite(one.post_sd).all()
 
 
-def test_quadrature_takes_the_fast_rule_where_it_can_and_the_nested_rule_elsewhere():
+def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere():
     c = mixed_lanes(96, seed=8)
     # Every paired positive also positive by the metric: too few counts for
     # the fast rule ever to accept these lanes.
     few = np.flatnonzero((model_kind(c.n_m, c.rho_eta_known) == 2) & (np.arange(96) % 7 == 0))
     c = c._replace(n_tp=np.where(np.isin(np.arange(96), few), c.n_pos_paired, c.n_tp))
+    # And on two of those every paired negative negative by the metric: a
+    # kink that rules out the Gauss–Hermite t axis as well.
+    kinked = few[:2]
+    c = c._replace(n_tn=np.where(np.isin(np.arange(96), kinked), c.n_neg_paired, c.n_tn))
     keys = lane_keys(0, np.zeros((96, 2), np.uint32), np.arange(96))
-    fast = [chunk for chunk in plan_chunks(c, "quadrature") if chunk.fallback is not None]
+    fast = [chunk for chunk in plan_chunks(c, "quadrature") if chunk.rule == "gauss_hermite"]
     assert fast and all(c.n_m[chunk.piece].all() for chunk in fast)
-    accepted = np.concatenate(
-        [np.asarray(chunk.fn(jax.tree.map(lambda x, p=chunk.padded: x[p], c))[1]) for chunk in fast]
-    )
-    assert 0 < accepted.sum() < len(accepted)  # both passes are exercised
-    # Lanes the fast rule could never accept skip it: nested rule, first pass.
+    # Lanes the fast rule could never accept skip it, and those with kinks
+    # the t-axis rule as well: the nested rule, first pass.
     assert len(few) >= 3 and not np.isin(few, np.concatenate([ch.piece for ch in fast])).any()
-    first = np.concatenate([chunk.piece for chunk in plan_chunks(c, "quadrature")])
-    assert np.isin(few, first).all()
-    both = fit_lanes(c, keys, "quadrature", workers=2)
-    nested = fit_lanes(c, keys, "quadrature", laplace=None)
+    first = {}
+    for chunk in plan_chunks(c, "quadrature"):
+        first[chunk.rule] = np.concatenate([first.get(chunk.rule, []), chunk.piece])
+    assert np.isin(kinked, first["nested"]).all()
+    assert np.isin(np.setdiff1d(few, kinked), first["hermite_t"]).all()
+    rules = np.full(96, "", dtype=object)
+    both = fit_lanes(c, keys, "quadrature", workers=2, rules=rules)
+    # Every rule is exercised: some lanes are passed on by the fast rule and
+    # taken by the next.
+    full = model_kind(c.n_m, c.rho_eta_known) == 2
+    assert set(rules[full]) == {"gauss_hermite", "hermite_t", "nested"}
+    assert set(rules[~full]) == {"beta", "known"}
+    passed_on = np.isin(np.arange(96), np.concatenate([ch.piece for ch in fast]))
+    assert (passed_on & (rules == "hermite_t")).any()
+    nested = fit_lanes(c, keys, "quadrature", laplace=None, hermite_t=None)
     for name in ("post_mean", "post_sd"):
         np.testing.assert_allclose(getattr(both, name), getattr(nested, name), atol=1e-6)
     for name in ("ci_low", "ci_high"):
