@@ -45,6 +45,10 @@ low-degree polynomial in the log, not in itself); the CDF is the integral of
 the series' exponential, inverted by bisection for the central credible
 interval.
 
+A cheaper variant (:func:`hermite_t_summary`) replaces the t panels by a
+few Gauss–Hermite nodes in logit t where the t-integrand is smooth, and
+checks itself lane by lane.
+
 Everything here works on one lane; callers ``jax.vmap`` over lanes. Use
 float64 (``jax_enable_x64``): this is the yardstick.
 """
