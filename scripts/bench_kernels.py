@@ -27,7 +27,7 @@ Measures, on whatever device JAX has:
 
 Quadrature is timed as the driver runs it (the adaptive Gauss–Hermite rule,
 the nested rule with a Gauss–Hermite t axis on the lanes it rejects, the
-nested rule on the rest), without the middle rule (version 0.8.0's driver),
+nested rule on the rest), without the middle rule (0.8.0's two passes),
 and with the nested rule alone, with the share of full-model lanes each rule
 takes and the largest differences to the nested rule alone.
 
