@@ -37,7 +37,7 @@ import numpy as np
 
 from kernels.counts import Counts
 from kernels.logdensity import logdensity
-from kernels.quadrature import PosteriorSummary, normal_rule
+from kernels.quadrature import PosteriorSummary, normal_rule, summaries_agree
 from kernels.ridge import ridge_logdensity, ridge_position
 
 Array = jax.Array
@@ -223,11 +223,9 @@ def laplace_summary(
     )
     fine = _marginal_summary(log_f, mode, chol, nodes, level)
     coarse = _marginal_summary(log_f, mode, chol, check, level)
-    gaps = jnp.stack([jnp.abs(a - b) for a, b in zip(fine, coarse, strict=True)])
-    tolerances = jnp.array([rule.tolerance] * 2 + [rule.interval_tolerance] * 2)
     accepted = (
         counts_allow(counts, rule.min_count)
-        & jnp.all(gaps <= tolerances)  # False for any NaN
+        & summaries_agree(fine, coarse, rule.tolerance, rule.interval_tolerance)
         & (fine.ci_low > 0.0)
         & (fine.ci_high < 1.0)
     )

@@ -81,6 +81,7 @@ __all__ = [
     "hermite_t_allows",
     "hermite_t_summary",
     "normal_rule",
+    "summaries_agree",
 ]
 
 #: Lane kinds, each integrated by its own rule: the α-marginal is a Beta
@@ -736,7 +737,18 @@ def hermite_t_summary(
     coarse = posterior_summary(
         counts, "full", level, rule._replace(t_hermite=check.check_nodes), exact_paired
     )
+    agree = summaries_agree(fine, coarse, check.tolerance, check.interval_tolerance)
+    return fine, hermite_t_allows(counts) & agree
+
+
+def summaries_agree(
+    fine: PosteriorSummary, coarse: PosteriorSummary, tolerance: float, interval_tolerance: float
+) -> Array:
+    """Whether two rules' summaries agree, as a rule that checks itself asks (bool).
+
+    Mean and SD within ``tolerance``, interval ends within
+    ``interval_tolerance``; False for any NaN.
+    """
     gaps = jnp.stack([jnp.abs(a - b) for a, b in zip(fine, coarse, strict=True)])
-    tolerances = jnp.array([check.tolerance] * 2 + [check.interval_tolerance] * 2)
-    accepted = hermite_t_allows(counts) & jnp.all(gaps <= tolerances)  # False for any NaN
-    return fine, accepted
+    tolerances = jnp.array([tolerance] * 2 + [interval_tolerance] * 2)
+    return jnp.all(gaps <= tolerances)

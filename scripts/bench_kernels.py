@@ -59,13 +59,13 @@ from kernels.nuts import NUTSSettings  # noqa: E402
 from kernels.quadrature import HermiteTRule, model_kind  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
 from sweep.fits import (  # noqa: E402
+    FULL_MODEL_RULES,
     _nuts_fn,
     default_workers,
     difficulty,
     fit_lanes,
     lane_keys,
     plan_chunks,
-    quadrature_rules,
 )
 
 
@@ -113,6 +113,7 @@ def timed_fits(
     workers=None,
     laplace=LaplaceRule(),
     hermite_t=HermiteTRule(),
+    rules=None,
 ):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
@@ -120,7 +121,7 @@ def timed_fits(
     to) is compiled ahead (into the persistent compilation cache that
     :func:`main` sets up), so the time is the fits', not XLA's. ``chunk``,
     ``workers``, ``laplace`` and ``hermite_t`` as in ``fit_lanes`` (None:
-    its defaults, or for the two rules: not at all).
+    its defaults, or for the two rules: not at all). ``rules`` as there.
     """
     plan = {"chunk_size": chunk, "laplace": laplace, "hermite_t": hermite_t}
     for c in plan_chunks(counts, method, nuts=settings, **plan):
@@ -129,7 +130,9 @@ def timed_fits(
             c.fn.lower(keys[c.padded], lanes).compile()
         for fn in (c.fn, *(stage.fn for stage in c.fallbacks)) if c.exact else ():
             fn.lower(lanes, len(c.piece)).compile()
-    return timed(lambda: fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan))
+    return timed(
+        lambda: fit_lanes(counts, keys, method, nuts=settings, workers=workers, rules=rules, **plan)
+    )
 
 
 def quadrature_throughput(counts, keys) -> dict:
@@ -140,14 +143,14 @@ def quadrature_throughput(counts, keys) -> dict:
     """
     n = len(np.asarray(counts.n_m))
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
-    driver, driver_s = timed_fits(counts, keys, "quadrature", None)
+    rules = np.full(n, "", dtype=object)
+    driver, driver_s = timed_fits(counts, keys, "quadrature", None, rules=rules)
     _, two_rules_s = timed_fits(counts, keys, "quadrature", None, hermite_t=None)
     nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None, hermite_t=None)
     gap = {
         name: float(np.max(np.abs(getattr(driver, name) - getattr(nested, name))))
         for name in ("post_mean", "post_sd", "ci_low", "ci_high")
     }
-    rules = quadrature_rules(counts)[full]
     return {
         "quadrature_per_s": n / driver_s,
         "quadrature_without_hermite_t_per_s": n / two_rules_s,
@@ -155,9 +158,7 @@ def quadrature_throughput(counts, keys) -> dict:
         "quadrature_over_without_hermite_t": two_rules_s / driver_s,
         "quadrature_over_nested_only": nested_s / driver_s,
         # Of all full-model lanes: the share whose numbers come from each rule.
-        "rule_shares": {
-            rule: float(np.mean(rules == rule)) for rule in ("gauss_hermite", "hermite_t", "nested")
-        },
+        "rule_shares": {rule: float(np.mean(rules[full] == rule)) for rule in FULL_MODEL_RULES},
         "quadrature_max_abs_difference_to_nested_only": gap,
         "quadrature_s": driver_s,
     }

@@ -43,13 +43,12 @@ from result_record import provenance, write_record  # noqa: E402 - beside this s
 
 from kernels.counts import Counts  # noqa: E402
 from kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
-from sweep.fits import fit_lanes  # noqa: E402
+from sweep.fits import FULL_MODEL_RULES, fit_lanes  # noqa: E402
 from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
 FINE = QuadratureRule(64, 32, 24, 30.0, 36.0)
 LEVEL = 0.95
-RULES = ("gauss_hermite", "hermite_t", "nested")
 
 
 def summaries(counts: Counts, rule: QuadratureRule) -> np.ndarray:
@@ -63,7 +62,7 @@ def driver_summaries(counts: Counts) -> tuple[np.ndarray, dict]:
     rules = np.full(len(np.asarray(counts.n_m)), "", dtype=object)
     fits = fit_lanes(counts, None, "quadrature", level=LEVEL, rules=rules)
     out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)
-    return out, {rule: float(np.mean(rules == rule)) for rule in RULES}
+    return out, {rule: float(np.mean(rules == rule)) for rule in FULL_MODEL_RULES}
 
 
 def errors(ours: np.ndarray, reference: np.ndarray) -> dict:

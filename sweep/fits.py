@@ -55,6 +55,7 @@ __all__ = [
     "CPU_EXACT_PAIRED_GROUP",
     "CPU_HERMITE_T_GROUP",
     "QUADRATURE_RULES",
+    "FULL_MODEL_RULES",
     "fit_lanes",
     "lane_counts",
     "lane_keys",
@@ -63,7 +64,6 @@ __all__ = [
     "default_workers",
     "difficulty",
     "plan_chunks",
-    "quadrature_rules",
     "Chunk",
     "Stage",
 ]
@@ -105,7 +105,8 @@ CPU_HERMITE_T_GROUP = 16
 #: one-dimensional rule (ρ, η known), and for the full model the adaptive
 #: Gauss–Hermite rule, the nested rule with a Gauss–Hermite t axis
 #: (:func:`kernels.quadrature.hermite_t_summary`), and the nested rule.
-QUADRATURE_RULES = ("beta", "known", "gauss_hermite", "hermite_t", "nested")
+FULL_MODEL_RULES = ("gauss_hermite", "hermite_t", "nested")
+QUADRATURE_RULES = ("beta", "known", *FULL_MODEL_RULES)
 
 
 def difficulty(counts: Counts) -> np.ndarray:
@@ -184,7 +185,13 @@ def _quadrature_fn(
     and groups past the first n_valid lanes are not computed at all.
     ``exact_paired``: see :func:`kernels.quadrature.posterior_summary`.
     """
-    vmapped = jax.vmap(lambda c: posterior_summary(c, kind, level, rule, exact_paired))
+    return _jit_lanes(
+        jax.vmap(lambda c: posterior_summary(c, kind, level, rule, exact_paired)), group
+    )
+
+
+def _jit_lanes(vmapped, group: int | None):
+    """``fn(lanes, n_valid=None)``, jitted: ``vmapped`` on all lanes, or :func:`_in_groups`."""
     if group is None:
         return jax.jit(lambda lanes, n_valid=None: vmapped(lanes))
     return jax.jit(lambda lanes, n_valid=None: _in_groups(vmapped, group, lanes, n_valid))
@@ -219,18 +226,16 @@ def _in_groups(fn, group: int, lanes, n_valid=None):
 
 @cache
 def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
-    vmapped = jax.vmap(lambda c: laplace_summary(c, ridge, level, rule))
-    return jax.jit(lambda lanes, n_valid=None: vmapped(lanes))
+    return _jit_lanes(jax.vmap(lambda c: laplace_summary(c, ridge, level, rule)), None)
 
 
 @cache
 def _hermite_t_fn(
     level: float, rule: QuadratureRule, check: HermiteTRule, group: int | None, exact_paired: bool
 ):
-    vmapped = jax.vmap(lambda c: hermite_t_summary(c, level, rule, check, exact_paired))
-    if group is None:
-        return jax.jit(lambda lanes, n_valid=None: vmapped(lanes))
-    return jax.jit(lambda lanes, n_valid=None: _in_groups(vmapped, group, lanes, n_valid))
+    return _jit_lanes(
+        jax.vmap(lambda c: hermite_t_summary(c, level, rule, check, exact_paired)), group
+    )
 
 
 @cache
@@ -278,7 +283,7 @@ class Chunk(NamedTuple):
         fn: the jitted kernel, called as ``fn(counts, n)`` when ``exact`` (n:
             how many of the lanes count), else ``fn(keys, counts)``, on the
             ``padded`` lanes.
-        rule: with ``exact``, the name of its rule (:data:`QUADRATURE_RULES`).
+        rule: the name of its rule (:data:`QUADRATURE_RULES`, or "nuts").
         fallbacks: the rules :func:`fit_lanes` tries, in turn, on the lanes
             that ``fn`` rejects, in chunks of the same size. Where there are
             any, ``fn`` returns a summary and whether to trust it (a rule that
@@ -356,14 +361,12 @@ def fit_lanes(
             # The next pass: the next rule on the lanes this one rejected, in
             # chunks of the same size (so a lane's numbers do not depend on
             # which others were rejected with it).
-            chunks = []
-            for fallbacks, size, index in rejected:
-                for stages, lanes in _route(fallbacks, index, counts):
-                    first, rest = stages[0], stages[1:]
-                    chunks += [
-                        Chunk(p, q, True, first.fn, first.rule, rest)
-                        for p, q in _chunks(lanes, size)
-                    ]
+            chunks = [
+                chunk
+                for fallbacks, size, index in rejected
+                for stages, lanes in _route(fallbacks, index, counts)
+                for chunk in _staged_chunks(stages, lanes, size)
+            ]
     finally:
         pool.shutdown(cancel_futures=True)  # after an error, start no more chunks
     return FitResults(**out)
@@ -380,6 +383,13 @@ def _route(stages: tuple[Stage, ...], index: np.ndarray, counts: Counts):
         yield stages, index
 
 
+def _staged_chunks(stages: tuple[Stage, ...], lanes: np.ndarray, size: int) -> list[Chunk]:
+    """``lanes`` in chunks of ``size``, each for the first of ``stages``, then the rest."""
+    first, rest = stages[0], stages[1:]
+    exact = first.rule != "nuts"
+    return [Chunk(p, q, exact, first.fn, first.rule, rest) for p, q in _chunks(lanes, size)]
+
+
 def _run_chunks(pool, chunks, counts, keys, level, out, on_chunk, rules=None) -> list:
     """Fit ``chunks`` into ``out``; ``[(fallbacks, size, lanes)]`` their rules rejected."""
     rejected = {}
@@ -394,7 +404,7 @@ def _run_chunks(pool, chunks, counts, keys, level, out, on_chunk, rules=None) ->
             out[name][done] = np.asarray(value)[:n][accepted]
         out["exact"][done] = chunk.exact
         if rules is not None:
-            rules[done] = chunk.rule if chunk.exact else "nuts"
+            rules[done] = chunk.rule
         if not accepted.all():
             key = (chunk.fallbacks, len(chunk.padded))
             rejected.setdefault(key, []).append(chunk.piece[~accepted])
@@ -456,14 +466,10 @@ def plan_chunks(
             size = size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
             routes = [((Stage("nuts", fn),), index)]
-        for (first, *rest), lanes in routes:
+        for stages, lanes in routes:
             # A power of two, whatever was asked for, and no more than the group's bucket.
             n = min(1 << (max(1, int(size)).bit_length() - 1), _bucket(len(lanes)))
-            exact = first.rule != "nuts"
-            chunks += [
-                Chunk(piece, padded, exact, first.fn, first.rule if exact else "", tuple(rest))
-                for piece, padded in _chunks(lanes, n)
-            ]
+            chunks += _staged_chunks(stages, lanes, n)
     return chunks
 
 
@@ -486,25 +492,10 @@ def _quadrature_stages(
     if hermite_t is not None:
         group = CPU_HERMITE_T_GROUP if on_cpu else None
         fn = _hermite_t_fn(level, rule, hermite_t, group, exact_paired)
-        stages.insert(0, Stage("hermite_t", fn, _hermite_t_allows))
+        stages.insert(0, Stage("hermite_t", fn, hermite_t_allows))
     if laplace is not None and ridge is not None:
         stages.insert(0, Stage("gauss_hermite", _laplace_fn(ridge, level, laplace)))
     return tuple(stages)
-
-
-def _hermite_t_allows(counts: Counts) -> np.ndarray:
-    return np.asarray(hermite_t_allows(counts), bool)
-
-
-def quadrature_rules(counts: Counts, level: float = 0.95, **options) -> np.ndarray:
-    """``(B,)`` the rule (:data:`QUADRATURE_RULES`) each lane's quadrature comes from.
-
-    A diagnostic for benchmarks and accuracy reports: it runs the quadrature
-    again (``options``: the other keyword arguments of :func:`fit_lanes`).
-    """
-    rules = np.full(len(np.asarray(counts.n_m)), "", dtype=object)
-    fit_lanes(counts, None, "quadrature", level=level, rules=rules, **options)
-    return rules.astype(str)
 
 
 def _lane_groups(
