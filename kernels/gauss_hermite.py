@@ -36,9 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernels.counts import Counts
-from kernels.logdensity import logdensity
+from kernels.logdensity import grid_logdensity, logdensity
 from kernels.quadrature import PosteriorSummary, normal_rule, summaries_agree
-from kernels.ridge import ridge_logdensity, ridge_position
+from kernels.ridge import ridge_grid_logdensity, ridge_logdensity, ridge_position
 
 Array = jax.Array
 
@@ -108,18 +108,25 @@ def _mode(log_f, start: Array, steps: int) -> Array:
     return jax.lax.fori_loop(0, steps, step, start)
 
 
-def _marginal_summary(log_f, mode, chol, nodes: tuple[int, int, int], level: float):
+def _marginal_summary(log_grid, mode, chol, nodes: tuple[int, int, int], level: float):
     """Mean, SD and central interval of α = sigmoid(x₀) from a tensor rule.
 
-    ``nodes``: Gauss–Hermite nodes on each axis of z.
+    ``log_grid(x0, x1, x2)``: the log-density at positions given by
+    broadcasting components (:func:`kernels.ridge.ridge_grid_logdensity`,
+    :func:`kernels.logdensity.grid_logdensity`). With ``chol``
+    lower-triangular, x₀ varies along the first axis of the tensor grid only
+    and x₁ along the first two, so each term is evaluated on the nodes it
+    varies over. ``nodes``: Gauss–Hermite nodes on each axis of z.
     """
     n = nodes[0]
     axes = [normal_rule(k) for k in nodes]
     z, log_w = axes[0]
-    grid = np.stack(np.meshgrid(*[z_k for z_k, _ in axes], indexing="ij"), -1).reshape(-1, 3)
-    x = mode + grid @ chol.T
-    log_ratio = jax.vmap(log_f)(x) - log_f(mode) + 0.5 * np.sum(grid**2, axis=1)
-    log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf).reshape(nodes)
+    z0, z1, z2 = np.ix_(*[z_k for z_k, _ in axes])
+    x0 = mode[0] + chol[0, 0] * z0
+    x1 = mode[1] + chol[1, 0] * z0 + chol[1, 1] * z1
+    x2 = mode[2] + chol[2, 0] * z0 + chol[2, 1] * z1 + chol[2, 2] * z2
+    log_ratio = log_grid(x0, x1, x2) - log_grid(*mode) + 0.5 * (z0**2 + z1**2 + z2**2)
+    log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
     pair_w = axes[1][1][:, None] + axes[2][1][None, :]
     # log r(z₀_i): the (z₁, z₂) rule over the ratio at each z₀ node. Summed
     # without logsumexp's shift by the maximum: at the mode the ratio is 1 and
@@ -193,8 +200,10 @@ def laplace_summary(
     """
     if ridge:
         log_f = lambda x: ridge_logdensity(x, counts)  # noqa: E731
+        log_grid = lambda *x: ridge_grid_logdensity(*x, counts)  # noqa: E731
     else:
         log_f = lambda x: logdensity(x, counts)  # noqa: E731
+        log_grid = lambda *x: grid_logdensity(*x, counts)  # noqa: E731
     means = (
         (counts.n_pos + 1.0) / (counts.n_phi + 2.0),
         (counts.n_tp + 1.0) / (counts.n_pos_paired + 2.0),
@@ -221,8 +230,8 @@ def laplace_summary(
         if ridge
         else (rule.logit_nodes, rule.logit_check_nodes)
     )
-    fine = _marginal_summary(log_f, mode, chol, nodes, level)
-    coarse = _marginal_summary(log_f, mode, chol, check, level)
+    fine = _marginal_summary(log_grid, mode, chol, nodes, level)
+    coarse = _marginal_summary(log_grid, mode, chol, check, level)
     accepted = (
         counts_allow(counts, rule.min_count)
         & summaries_agree(fine, coarse, rule.tolerance, rule.interval_tolerance)

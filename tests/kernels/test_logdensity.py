@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.logdensity import logdensity
-from kernels.ridge import ridge_logdensity
-from tests.kernels.helpers import counts
+from kernels.logdensity import grid_logdensity, logdensity
+from kernels.ridge import ridge_grid_logdensity, ridge_logdensity
+from tests.kernels.helpers import counts, random_counts
 
 
 def naive(x, c):
@@ -40,6 +40,37 @@ def test_matches_the_plain_formula_up_to_a_constant():
     xs = jax.random.normal(jax.random.key(0), (50, 3))
     diff = jax.vmap(lambda x: logdensity(x, c) - naive(x, c))(xs)
     assert float(jnp.max(diff) - jnp.min(diff)) < 1e-9
+
+
+@pytest.mark.parametrize(
+    "density, grid",
+    [(logdensity, grid_logdensity), (ridge_logdensity, ridge_grid_logdensity)],
+    ids=["logits", "ridge"],
+)
+def test_grid_density_is_the_pointwise_one_on_a_triangular_grid(density, grid):
+    """Each term at the shape of its components, as the Gauss–Hermite rule calls it.
+
+    Lanes across the issue's ranges (edge cases included), positions out to
+    ±12 around the Beta means' logits on a grid of shape (5, 4, 3) whose first
+    component varies along one axis, the second along two.
+    """
+    lanes = random_counts(60, 11)
+    r = np.random.default_rng(12)
+    for i in range(60):
+        lane = one(lanes, i)
+        x0 = r.normal(0, 4, (5, 1, 1))
+        x1 = x0 * r.normal(0, 1) + r.normal(0, 4, (5, 4, 1))
+        x2 = x1 * r.normal(0, 1) + r.normal(0, 4, (5, 4, 3))
+        x0, x1, x2 = np.broadcast_arrays(x0, x1, x2)
+        points = jnp.stack([x0, x1, x2], -1).reshape(-1, 3)
+        pointwise = jax.vmap(lambda x, lane=lane: density(x, lane))(points)
+        on_grid = grid(x0[:, :1, :1], x1[:, :, :1], x2, lane).reshape(-1)
+        assert on_grid.shape == pointwise.shape
+        finite = np.isfinite(pointwise)
+        np.testing.assert_array_equal(np.isfinite(on_grid), finite)
+        offset = np.asarray(on_grid - pointwise)[finite]
+        # Counts up to 1e7 make each term up to ~1e7: 1e-6 is ~1e-13 relative.
+        assert np.ptp(offset) < 1e-6, (i, np.ptp(offset))
 
 
 @pytest.mark.parametrize("density", [logdensity, ridge_logdensity], ids=["logits", "ridge"])
