@@ -445,49 +445,62 @@ def paired_rule_is_exact(counts: Counts):
     return counts.n_pos_paired + counts.n_neg_paired <= 2 * EXACT_PAIRED_NODES - 1
 
 
-def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=False) -> Array:
-    """log Λ(α) for unknown ρ, η: nested rules over t (4 panels) and s (2 panels).
+def _log_segment_integral(
+    alpha: Array, t: Array, counts: Counts, rule: QuadratureRule, exact_paired: bool = False
+) -> Array:
+    """log ∫ ρ^n_ρ (1 − ρ)^(P − n_ρ) η^n_η (1 − η)^(N_ρη − P − n_η) ds along p = t, at given α.
 
-    With ``exact_paired`` (static; only where :func:`paired_rule_is_exact`)
-    the s rule is one Gauss–Legendre panel of :data:`EXACT_PAIRED_NODES` over
-    the whole s-interval, exact, with no search for the peak or the window.
+    The inner integral of Λ (see the module docstring): ρ = t + (1 − α)·s and
+    η = 1 − t + α·s over the s-interval where both lie in [0, 1]; scalars α,
+    t in (0, 1). The s rule is two Gauss–Legendre panels of ``rule.s_nodes``
+    split at the mode (Newton within a bracket) over the window where the
+    log-integrand has fallen by ``rule.drop`` (:func:`_tangent_window`). With
+    ``exact_paired`` (static; only where :func:`paired_rule_is_exact`) it is
+    one panel of :data:`EXACT_PAIRED_NODES` over the whole s-interval, exact,
+    with no search for the peak or the window.
     """
+    a_r, b_r, a_e, b_e = _paired_betas(counts)
+    beta = 1.0 - alpha
+    # ρ = t + βs and η = 1 − t + αs stay inside [0, 1] for s in [s_lo, s_hi].
+    s_lo = jnp.maximum(-t / beta, (t - 1.0) / alpha)
+    s_hi = jnp.minimum((1.0 - t) / beta, t / alpha)
+
+    def log_f(s):
+        clip = lambda v: jnp.clip(v, 0.0, 1.0)  # noqa: E731 - rounding at the limits
+        log_r = _log_beta_kernel(clip(t + beta * s), clip(1.0 - t - beta * s), a_r, b_r)
+        log_e = _log_beta_kernel(clip(1.0 - t + alpha * s), clip(t - alpha * s), a_e, b_e)
+        return log_r + log_e
+
+    def slope(s):
+        gr, hr = _log_beta_slope(t + beta * s, 1.0 - t - beta * s, a_r, b_r)
+        ge, he = _log_beta_slope(1.0 - t + alpha * s, t - alpha * s, a_e, b_e)
+        return beta * gr + alpha * ge, beta**2 * hr + alpha**2 * he
+
+    # At t = 0 or 1 (to rounding) the segment is a point: no mass.
+    empty = s_hi <= s_lo
+    s_hi = jnp.where(empty, s_lo + 1.0, s_hi)
+    if exact_paired:
+        p = _gauss_panels(s_lo[None], s_hi[None], EXACT_PAIRED_NODES, False)
+        return jnp.where(empty, -jnp.inf, _lse(p.log_w + log_f(p.x)))
+    # Start from the precision-weighted centre of the two factors in s.
+    mean_r, sd_r = _beta_moments(a_r, b_r)
+    mean_e, sd_e = _beta_moments(a_e, b_e)
+    w_r, w_e = (beta / sd_r) ** 2, (alpha / sd_e) ** 2
+    start = (w_r * (mean_r - t) / beta + w_e * (mean_e - 1.0 + t) / alpha) / (w_r + w_e)
+    centre, scale = _log_concave_peak(slope, s_lo, s_hi, start)
+    # The s-integrand is a product of powers of linear functions: log-concave.
+    a, b = _tangent_window(log_f, slope, centre, scale, s_lo, s_hi, rule.drop)
+    p = _gauss_panels(jnp.stack([a, centre]), jnp.stack([centre, b]), rule.s_nodes, False)
+    return jnp.where(empty, -jnp.inf, _lse(p.log_w + log_f(p.x)))
+
+
+def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=False) -> Array:
+    """log Λ(α) for unknown ρ, η: a t rule (up to 6 panels) over :func:`_log_segment_integral`."""
     a_r, b_r, a_e, b_e = _paired_betas(counts)
     mean_r, sd_r = _beta_moments(a_r, b_r)
     mean_e, sd_e = _beta_moments(a_e, b_e)
     m, n = counts.m_pos, counts.n_m
     beta = 1.0 - alpha
-
-    def log_inner(t):
-        # ρ = t + βs and η = 1 − t + αs stay inside [0, 1] for s in [s_lo, s_hi].
-        s_lo = jnp.maximum(-t / beta, (t - 1.0) / alpha)
-        s_hi = jnp.minimum((1.0 - t) / beta, t / alpha)
-
-        def log_f(s):
-            clip = lambda v: jnp.clip(v, 0.0, 1.0)  # noqa: E731 - rounding at the limits
-            log_r = _log_beta_kernel(clip(t + beta * s), clip(1.0 - t - beta * s), a_r, b_r)
-            log_e = _log_beta_kernel(clip(1.0 - t + alpha * s), clip(t - alpha * s), a_e, b_e)
-            return log_r + log_e
-
-        def slope(s):
-            gr, hr = _log_beta_slope(t + beta * s, 1.0 - t - beta * s, a_r, b_r)
-            ge, he = _log_beta_slope(1.0 - t + alpha * s, t - alpha * s, a_e, b_e)
-            return beta * gr + alpha * ge, beta**2 * hr + alpha**2 * he
-
-        # At t = 0 or 1 (to rounding) the segment is a point: no mass.
-        empty = s_hi <= s_lo
-        s_hi = jnp.where(empty, s_lo + 1.0, s_hi)
-        if exact_paired:
-            p = _gauss_panels(s_lo[None], s_hi[None], EXACT_PAIRED_NODES, False)
-            return jnp.where(empty, -jnp.inf, _lse(p.log_w + log_f(p.x)))
-        # Start from the precision-weighted centre of the two factors in s.
-        w_r, w_e = (beta / sd_r) ** 2, (alpha / sd_e) ** 2
-        start = (w_r * (mean_r - t) / beta + w_e * (mean_e - 1.0 + t) / alpha) / (w_r + w_e)
-        centre, scale = _log_concave_peak(slope, s_lo, s_hi, start)
-        # The s-integrand is a product of powers of linear functions: log-concave.
-        a, b = _tangent_window(log_f, slope, centre, scale, s_lo, s_hi, rule.drop)
-        p = _gauss_panels(jnp.stack([a, centre]), jnp.stack([centre, b]), rule.s_nodes, False)
-        return jnp.where(empty, -jnp.inf, _lse(p.log_w + log_f(p.x)))
 
     # Placement in t: the likelihood's Beta(m + 1, N − m + 1) kernel times a
     # Beta matched to the moments of p = αρ + (1 − α)(1 − η).
@@ -509,7 +522,8 @@ def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=F
         )
         t, log_w = p.x.reshape(-1), p.log_w.reshape(-1)
     log_l = xlogy(m, t) + xlog1py(n - m, -t)
-    return _lse(log_w + log_l + jax.vmap(log_inner)(t))
+    log_inner = jax.vmap(lambda t: _log_segment_integral(alpha, t, counts, rule, exact_paired))
+    return _lse(log_w + log_l + log_inner(t))
 
 
 def _log_lambda_known(alpha, counts: Counts) -> Array:
