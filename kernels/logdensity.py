@@ -36,6 +36,7 @@ __all__ = [
     "binomial_logit_term",
     "logdensity",
     "grid_logdensity",
+    "logistic_parts",
     "position_size",
 ]
 
@@ -120,6 +121,22 @@ def logdensity(position: Array, counts: Counts) -> Array:
     return value + binomial_logit_term(z, counts.m_pos, counts.n_m)
 
 
+def logistic_parts(x: Array) -> tuple[Array, Array, Array]:
+    """(v, 1 − v, log(1 + e)) for v = sigmoid(x) and e = exp(−|x|): one exp, one log1p.
+
+    v and 1 − v are each to full relative accuracy for any real x (one is
+    e/(1 + e), the other 1/(1 + e)); their logs are −log(1 + e) less
+    max(−x, 0) and max(x, 0), which callers combine as they need. For the
+    grid densities, where the logistic of the innermost coordinate is most of
+    the work at every node.
+    """
+    e = jnp.exp(-jnp.abs(x))
+    inverse = 1.0 / (1.0 + e)
+    positive = x >= 0
+    v, one_m_v = jnp.where(positive, 1.0, e) * inverse, jnp.where(positive, e, 1.0) * inverse
+    return v, one_m_v, jnp.log1p(e)
+
+
 def grid_logdensity(x_alpha: Array, x_rho: Array, x_eta: Array, counts: Counts) -> Array:
     """:func:`logdensity` of the full model up to a constant, at positions given by components.
 
@@ -136,15 +153,11 @@ def grid_logdensity(x_alpha: Array, x_rho: Array, x_eta: Array, counts: Counts) 
     rho, one_m_rho = jax.nn.sigmoid(x_rho), jax.nn.sigmoid(-x_rho)
     value = binomial_logit_term(x_alpha, counts.n_pos + 1.0, counts.n_phi + 2.0)
     value = value + binomial_logit_term(x_rho, counts.n_tp + 1.0, counts.n_pos_paired + 2.0)
-    # η and 1 − η from one exponential, each to full relative accuracy.
-    e = jnp.exp(-jnp.abs(x_eta))
-    inverse = 1.0 / (1.0 + e)
-    eta = jnp.where(x_eta >= 0, 1.0, e) * inverse
-    one_m_eta = jnp.where(x_eta >= 0, e, 1.0) * inverse
-    # η's Beta(n_η + 1, ·) kernel with its logistic Jacobian, from the same e.
+    eta, one_m_eta, softplus = logistic_parts(x_eta)
+    # η's Beta(n_η + 1, ·) kernel with its logistic Jacobian, a·log η + b·log(1 − η).
     a_eta, b_eta = counts.n_tn + 1.0, counts.n_neg_paired - counts.n_tn + 1.0
     log_eta_kernel = jnp.where(x_eta >= 0, -b_eta, -a_eta) * jnp.abs(x_eta)
-    log_eta_kernel = log_eta_kernel - (a_eta + b_eta) * jnp.log1p(e)
+    log_eta_kernel = log_eta_kernel - (a_eta + b_eta) * softplus
     p = alpha * rho + one_m_alpha * one_m_eta
     q = alpha * one_m_rho + one_m_alpha * eta
     metric = xlogy(counts.m_pos, p) + xlogy(counts.n_m - counts.m_pos, q)

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 from jax.scipy.special import xlogy
 
 from kernels.counts import Counts
-from kernels.logdensity import binomial_logit_term
+from kernels.logdensity import binomial_logit_term, logistic_parts
 
 Array = jax.Array
 
@@ -173,11 +173,7 @@ def ridge_grid_logdensity(x_alpha: Array, x_t: Array, x_u: Array, counts: Counts
     value = binomial_logit_term(x_alpha, counts.n_pos + 1.0, counts.n_phi + 2.0)
     value = value + binomial_logit_term(x_t, counts.m_pos + 1.0, counts.n_m + 2.0)
     value = value + seg.log_length
-    # u and 1 − u from one exponential, each to full relative accuracy.
-    e = jnp.exp(-jnp.abs(x_u))
-    inverse = 1.0 / (1.0 + e)
-    u = jnp.where(x_u >= 0, 1.0, e) * inverse
-    one_m_u = jnp.where(x_u >= 0, e, 1.0) * inverse
+    u, one_m_u, softplus = logistic_parts(x_u)
     span_rho, span_eta = jnp.exp(seg.log_span_rho), jnp.exp(seg.log_span_eta)
     rho = jnp.exp(seg.log_rho_lo) + span_rho * u
     one_m_rho = jnp.exp(seg.log_1m_rho_hi) + span_rho * one_m_u
@@ -193,7 +189,7 @@ def ridge_grid_logdensity(x_alpha: Array, x_t: Array, x_u: Array, counts: Counts
         + xlogy(counts.n_tn, eta)
         + xlogy(n_fn, one_m_eta)
         - jnp.abs(x_u)
-        - 2.0 * jnp.log1p(e)
+        - 2.0 * softplus
     )
 
 
