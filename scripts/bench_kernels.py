@@ -16,6 +16,9 @@ Measures, on whatever device JAX has:
     instead of ``fit_lanes``' default (:func:`sweep.fits.default_chunk_size`):
     smaller chunks pad less and let easy lanes finish without stepping with
     the hardest chain; larger ones may run wider on the device;
+  * optionally (``--quadrature-chunks``), quadrature posteriors/s (the
+    driver) with each given chunk size instead of ``fit_lanes``' default: on
+    an accelerator larger chunks fill more of the device per call;
   * optionally (``--workers``), quadrature and NUTS throughput with each
     given number of chunks in flight at once (``fit_lanes(workers=...)``;
     the default, :func:`sweep.fits.default_workers`, is one per CPU core);
@@ -31,8 +34,15 @@ nested rule on the rest), without the middle rule (0.8.0's two passes),
 and with the nested rule alone, with the share of full-model lanes each rule
 takes and the largest differences to the nested rule alone.
 
+``--loops`` names the NUTS loops to time (both by default; the first named
+is the one the chunk-size and worker comparisons use); ``--lockstep 0`` and
+``--baseline 0`` skip those parts; ``--warm-up`` runs each timed set of fits
+once untimed first (for accelerators, see :func:`timed_fits`).
+
 Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--lockstep 64]
-           [--nuts-chunks 64 256 1024] [--workers 1 2] [--quadrature-only] [--out DIR]
+           [--nuts-chunks 64 256 1024] [--quadrature-chunks 1024 16384]
+           [--loops leapfrog transition] [--workers 1 2] [--quadrature-only | --nuts-only]
+           [--warm-up] [--out DIR]
 """
 
 from __future__ import annotations
@@ -61,10 +71,12 @@ from kernels.summaries import epsilon  # noqa: E402
 from sweep.fits import (  # noqa: E402
     FULL_MODEL_RULES,
     _nuts_fn,
+    default_chunk_size,
     default_workers,
     difficulty,
     fit_lanes,
     lane_keys,
+    nuts_chunk_size,
     plan_chunks,
 )
 
@@ -104,6 +116,10 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
+#: Run each timed set of fits once untimed first (``--warm-up``; see timed_fits).
+WARM_UP = False
+
+
 def timed_fits(
     counts,
     keys,
@@ -122,6 +138,10 @@ def timed_fits(
     :func:`main` sets up), so the time is the fits', not XLA's. ``chunk``,
     ``workers``, ``laplace`` and ``hermite_t`` as in ``fit_lanes`` (None:
     its defaults, or for the two rules: not at all). ``rules`` as there.
+    With :data:`WARM_UP` set (``--warm-up``), the fits also run once untimed
+    first: on an accelerator the first run of a program also loads it onto
+    the device (seen on an H100: 10^3 quadrature lanes at 9.8k/s on a
+    program's first run, 24.6k/s on a later one).
     """
     plan = {"chunk_size": chunk, "laplace": laplace, "hermite_t": hermite_t}
     for c in plan_chunks(counts, method, nuts=settings, **plan):
@@ -130,6 +150,8 @@ def timed_fits(
             c.fn.lower(keys[c.padded], lanes).compile()
         for fn in (c.fn, *(stage.fn for stage in c.fallbacks)) if c.exact else ():
             fn.lower(lanes, len(c.piece)).compile()
+    if WARM_UP:
+        fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan)
     return timed(
         lambda: fit_lanes(counts, keys, method, nuts=settings, workers=workers, rules=rules, **plan)
     )
@@ -165,39 +187,64 @@ def quadrature_throughput(counts, keys) -> dict:
 
 
 def throughput(
-    n: int, seed: int, settings: NUTSSettings, nuts_chunks=(), workers=(), nuts=True
+    n: int,
+    seed: int,
+    settings: NUTSSettings,
+    nuts_chunks=(),
+    workers=(),
+    nuts=True,
+    quadrature_chunks=(),
+    loops=("leapfrog", "transition"),
+    quadrature=True,
 ) -> dict:
-    """Fits per second of quadrature and of NUTS with each loop, on the same lanes.
+    """Fits per second of quadrature and of NUTS with each of ``loops``, on the same lanes.
 
-    With ``nuts_chunks``, also NUTS (default loop) fits/s with each chunk size;
-    with ``workers``, quadrature and NUTS (default loop) with each number of
-    chunks in flight at once. Without ``nuts``, quadrature alone.
+    With ``quadrature_chunks``, also the driver's quadrature posteriors/s
+    with each chunk size; with ``nuts_chunks``, NUTS (the first of ``loops``)
+    fits/s with each chunk size; with ``workers``, quadrature and NUTS with
+    each number of chunks in flight at once. Without ``nuts``, quadrature
+    alone; without ``quadrature``, NUTS alone.
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
-    leapfrog = settings._replace(loop="leapfrog")
     # Chunks of fit_lanes' default size (None), as a sweep runs them.
-    quadrature = {"fits": n, **quadrature_throughput(counts, keys)}
+    quadrature = {"fits": n, **(quadrature_throughput(counts, keys) if quadrature else {})}
+    if quadrature and quadrature_chunks:
+        quadrature["quadrature_per_s_by_chunk"] = {
+            str(c): n / timed_fits(counts, keys, "quadrature", c)[1] for c in quadrature_chunks
+        }
     if not nuts:
         return quadrature
-    _, nuts_s = timed_fits(counts, keys, "nuts", None, leapfrog)
-    _, transition_s = timed_fits(counts, keys, "nuts", None, settings._replace(loop="transition"))
-    by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, leapfrog)[1] for c in nuts_chunks}
+    seconds = {
+        loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop))[1]
+        for loop in loops
+    }
+    first = settings._replace(loop=loops[0])
+    by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, first)[1] for c in nuts_chunks}
     by_workers = {
         str(w): {
-            "quadrature_per_s": n / timed_fits(counts, keys, "quadrature", None, workers=w)[1],
-            "nuts_fits_per_s": n / timed_fits(counts, keys, "nuts", None, leapfrog, w)[1],
+            **(
+                {"quadrature_per_s": n / timed_fits(counts, keys, "quadrature", None, workers=w)[1]}
+                if quadrature
+                else {}
+            ),
+            "nuts_fits_per_s": n / timed_fits(counts, keys, "nuts", None, first, w)[1],
         }
         for w in workers
     }
+    # "nuts_*" without a loop's name is the default loop's (leapfrog), as before.
+    names = {"leapfrog": "nuts", "transition": "nuts_transition_loop"}
+    out = {**quadrature}
+    for loop, s in seconds.items():
+        out[f"{names[loop]}_fits_per_s"] = n / s
+        out[f"{names[loop]}_s"] = s
+    if len(seconds) == 2:
+        out["leapfrog_over_transition_loop"] = seconds["transition"] / seconds["leapfrog"]
     return {
-        **quadrature,
-        "nuts_fits_per_s": n / nuts_s,
-        "nuts_transition_loop_fits_per_s": n / transition_s,
-        "leapfrog_over_transition_loop": transition_s / nuts_s,
-        "nuts_s": nuts_s,
-        "nuts_transition_loop_s": transition_s,
+        **out,
+        "nuts_chunk_size": default_chunk_size("nuts", settings.chains)
+        or nuts_chunk_size(settings, 2e9),
         "default_workers": default_workers(),
-        **({"nuts_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
+        **({f"{names[loops[0]]}_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
         **({"by_workers": by_workers} if by_workers else {}),
     }
 
@@ -314,36 +361,73 @@ def main(argv=None) -> None:
         "--nuts-chunks", type=int, nargs="*", default=[], help="NUTS chunk sizes to compare"
     )
     parser.add_argument(
+        "--quadrature-chunks", type=int, nargs="*", default=[], help="quadrature chunk sizes"
+    )
+    parser.add_argument(
+        "--loops",
+        nargs="+",
+        choices=["leapfrog", "transition"],
+        default=["leapfrog", "transition"],
+        help="NUTS loops to time",
+    )
+    parser.add_argument(
         "--workers", type=int, nargs="*", default=[], help="chunks in flight at once to compare"
     )
     parser.add_argument(
         "--quadrature-only", action="store_true", help="time quadrature alone (no NUTS)"
     )
+    parser.add_argument("--nuts-only", action="store_true", help="time NUTS alone (no quadrature)")
+    parser.add_argument(
+        "--warm-up", action="store_true", help="run each timed set of fits once untimed first"
+    )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    # Programs compiled ahead are found here by the timed calls (see timed_fits).
-    jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="bench-xla-"))
+    # Programs compiled ahead are found here by the timed calls (see timed_fits);
+    # a cache named by JAX_COMPILATION_CACHE_DIR also serves later runs.
+    if not jax.config.jax_compilation_cache_dir:
+        jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="bench-xla-"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    global WARM_UP
+    WARM_UP = args.warm_up
     settings = NUTSSettings()
+    stem = f"kernels-{jax.devices()[0].platform}"
+    # Written after each part, marked partial until the last, so that a run
+    # cut short (a time limit on a lent machine) still leaves what it measured.
     result = {
         **provenance("bench_kernels.py", argv),
         "timed": "fits only: every program compiled before its timing starts",
         "nuts_settings": settings._asdict(),
-        "throughput": [
-            throughput(
-                n, args.seed, settings, args.nuts_chunks, args.workers, not args.quadrature_only
-            )
-            for n in args.sizes
-        ],
+        "partial": True,
+        "throughput": [],
     }
-    if not args.quadrature_only:
+    path = write_record(result, args.out, stem)
+    for n in args.sizes:
+        result["throughput"].append(
+            throughput(
+                n,
+                args.seed,
+                settings,
+                args.nuts_chunks,
+                args.workers,
+                not args.quadrature_only,
+                args.quadrature_chunks,
+                tuple(args.loops),
+                not args.nuts_only,
+            )
+        )
+        print(json.dumps(result["throughput"][-1]), flush=True)
+        write_record(result, args.out, stem, path)
+    if not args.quadrature_only and args.lockstep:
         result["lockstep_efficiency"] = lockstep(args.lockstep, args.seed, settings)
+        write_record(result, args.out, stem, path)
+    if not args.quadrature_only:
         result["baseline"] = baseline(args.baseline, args.seed, settings) if args.baseline else None
+    del result["partial"]
     print(json.dumps(result, indent=2))
-    write_record(result, args.out, f"kernels-{jax.devices()[0].platform}")
+    write_record(result, args.out, stem, path)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,17 @@ def provenance(script: str, argv: list[str]) -> dict:
     }
 
 
-def write_record(result: dict, out: str | Path, stem: str) -> Path:
-    """Write ``result`` as ``out/stem-YYYYmmdd-HHMMSS.json`` (``out`` created if missing)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
+def write_record(result: dict, out: str | Path, stem: str, path: Path | None = None) -> Path:
+    """Write ``result`` as ``out/stem-YYYYmmdd-HHMMSS.json`` (``out`` created if missing).
+
+    With ``path`` (what an earlier call returned), overwrite that file
+    instead: a record written part by part as a long run goes on.
+    """
+    if path is None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(path)
     return path
