@@ -50,6 +50,7 @@ Method = Literal["nuts", "quadrature"]
 __all__ = [
     "MIN_BATCH",
     "CPU_CHAINS_PER_CHUNK",
+    "ACCELERATOR_QUADRATURE_CHUNK",
     "CPU_QUADRATURE_CHUNK",
     "CPU_NESTED_GROUP",
     "CPU_EXACT_PAIRED_GROUP",
@@ -79,6 +80,11 @@ MIN_BATCH = 64
 CPU_CHAINS_PER_CHUNK = 128
 #: On CPU a quadrature chunk holds this many lanes.
 CPU_QUADRATURE_CHUNK = 64
+#: Elsewhere (an accelerator) every quadrature chunk holds this many lanes.
+#: On an H100, 10^4 of the benchmark's lanes ran at 50,000 posteriors/s in
+#: chunks of 1024, 38,000 of 8192 and 46,000 of 32,768; chunks of 32,768 at
+#: 10^5 lanes asked for 68 GiB (kernels-gpu-20261125-094716.json).
+ACCELERATOR_QUADRATURE_CHUNK = 1024
 #: On CPU the nested rule runs a chunk's lanes this many at a time
 #: (:func:`_in_groups`: a loop over groups, each vmapped) rather than all at once: a
 #: lane's α × t × s nodes are ~200,000, and 64 lanes' worth of each
@@ -135,10 +141,13 @@ def default_chunk_size(method: Method, chains: int = 4, backend: str | None = No
     (32 fits of 4 chains; at least one fit). On 1024 of the benchmark's fits,
     two workers: 27.8 fits/s in chunks of 32, 27.9 of 16 and 23.3 of 64; on
     256, 24.5, 21.1 and 17.1 (``scripts/bench_kernels.py --nuts-chunks``,
-    version 0.7.0). Elsewhere ``None``: 1024 for
-    quadrature, what the memory budget allows for NUTS, each shrunk to the
-    group's own power of two (invariance across those sizes is not yet
-    measured on an accelerator).
+    version 0.7.0). Elsewhere ``None``: :data:`ACCELERATOR_QUADRATURE_CHUNK`
+    for quadrature, every chunk that size, however few lanes its group has
+    (on an H100 a lane's quadrature moments moved by up to 8e-16 between
+    chunks of 64, 256 and 1024 lanes); for NUTS what the memory budget
+    allows, shrunk to the group's own power of two (on an H100 every lane's
+    draws were the same in chunks of 32 and 128 fits, and of 128 and 512,
+    on 128 and 1024 of the benchmark's lanes; ad hoc, 2026-11-25).
     """
     if (backend or jax.default_backend()) != "cpu":
         return None
@@ -339,7 +348,8 @@ def fit_lanes(
         hermite_t: then the lanes it does not accept (or was not tried on)
             with the nested rule with a Gauss–Hermite t axis
             (:func:`kernels.quadrature.hermite_t_summary`), where its counts
-            allow; None: not at all. The rest get the nested ``rule``, each
+            allow (on CPU only: see :func:`_quadrature_stages`); None: not
+            at all. The rest get the nested ``rule``, each
             rule in a pass of its own. Whether a lane is accepted depends on
             its counts alone.
         rules: None, or a ``(B,)`` array that receives each lane's rule
@@ -452,23 +462,36 @@ def plan_chunks(
     memory_budget_bytes: float = 2e9,
     laplace: LaplaceRule | None = LaplaceRule(),
     hermite_t: HermiteTRule | None = HermiteTRule(),
+    backend: str | None = None,
 ) -> list[Chunk]:
-    """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there)."""
+    """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there).
+
+    ``backend``: the platform they are planned for ("cpu", "gpu", ...; by
+    default JAX's), which sets chunk sizes and the quadrature's groups.
+    """
+    on_cpu = (backend or jax.default_backend()) == "cpu"
     chunks = []
     for kind, ridge, exact_paired, index in _lane_groups(counts, method, nuts, laplace):
-        if method == "quadrature" or kind == "beta":
-            size = chunk_size or default_chunk_size("quadrature") or 1024
-            stages = _quadrature_stages(kind, ridge, exact_paired, level, rule, laplace, hermite_t)
+        exact = method == "quadrature" or kind == "beta"
+        if exact:
+            size = chunk_size or default_chunk_size("quadrature", backend=backend)
+            size = size or ACCELERATOR_QUADRATURE_CHUNK
+            stages = _quadrature_stages(
+                kind, ridge, exact_paired, level, rule, laplace, hermite_t, on_cpu
+            )
             # Lanes start at the first rule their counts allow.
             routes = list(_route(stages, index, counts))
         else:
-            size = chunk_size or default_chunk_size("nuts", nuts.chains)
+            size = chunk_size or default_chunk_size("nuts", nuts.chains, backend)
             size = size or nuts_chunk_size(nuts, memory_budget_bytes)
             fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
             routes = [((Stage("nuts", fn),), index)]
         for stages, lanes in routes:
-            # A power of two, whatever was asked for, and no more than the group's bucket.
-            n = min(1 << (max(1, int(size)).bit_length() - 1), _bucket(len(lanes)))
+            # A power of two, whatever was asked for, and no more than the group's
+            # bucket, except quadrature's on an accelerator (see default_chunk_size).
+            n = 1 << (max(1, int(size)).bit_length() - 1)
+            if not exact or on_cpu:
+                n = min(n, _bucket(len(lanes)))
             chunks += _staged_chunks(stages, lanes, n)
     return chunks
 
@@ -481,17 +504,20 @@ def _quadrature_stages(
     rule: QuadratureRule,
     laplace: LaplaceRule | None,
     hermite_t: HermiteTRule | None,
+    on_cpu: bool,
 ) -> tuple[Stage, ...]:
     """The rules a group's lanes are tried with, in order (:func:`_lane_groups`' fields)."""
     level = float(level)
-    on_cpu = jax.default_backend() == "cpu"
     if kind != "full":
         return (Stage(kind, _quadrature_fn(kind, level, rule)),)
     group = (CPU_EXACT_PAIRED_GROUP if exact_paired else CPU_NESTED_GROUP) if on_cpu else None
     stages = [Stage("nested", _quadrature_fn(kind, level, rule, group, exact_paired))]
-    if hermite_t is not None:
-        group = CPU_HERMITE_T_GROUP if on_cpu else None
-        fn = _hermite_t_fn(level, rule, hermite_t, group, exact_paired)
+    # On an accelerator the middle rule's pass cost more than it saved: on an
+    # H100 the driver without it ran at 62,600 and 81,300 posteriors/s on
+    # 10^4 and 10^5 of the benchmark's lanes, with it 50,500 and 72,000 (as
+    # fast at 10^3; kernels-gpu-20261125-094716.json, -100215.json, -100337.json).
+    if hermite_t is not None and on_cpu:
+        fn = _hermite_t_fn(level, rule, hermite_t, CPU_HERMITE_T_GROUP, exact_paired)
         stages.insert(0, Stage("hermite_t", fn, hermite_t_allows))
     if laplace is not None and ridge is not None:
         stages.insert(0, Stage("gauss_hermite", _laplace_fn(ridge, level, laplace)))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-import pytest
 
 from kernels.nuts import NUTSSettings
 from kernels.quadrature import model_kind
 from sweep.fits import (
+    ACCELERATOR_QUADRATURE_CHUNK,
     CPU_QUADRATURE_CHUNK,
     MIN_BATCH,
     default_chunk_size,
@@ -74,15 +74,38 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
     for chains, fits in ((4, 32), (2, 64), (3, 32), (64, 2), (200, 1)):
         assert default_chunk_size("nuts", chains, backend="cpu") == fits
     assert default_chunk_size("nuts", 4, backend="gpu") is None
-    if jax.default_backend() != "cpu":
-        pytest.skip("plan_chunks follows JAX's default backend, not CPU here")
     c = mixed_lanes(700, seed=6)
     for method in ("nuts", "quadrature"):
-        for chunk in plan_chunks(c, method):
+        for chunk in plan_chunks(c, method, backend="cpu"):
             expected = CPU_QUADRATURE_CHUNK if chunk.exact else 32
             assert len(chunk.padded) == expected
     # A larger chunk asked for is capped at the group's bucket: a power of two, >= MIN_BATCH.
-    assert len(plan_chunks(c, "quadrature", chunk_size=4096)[0].padded) >= MIN_BATCH
+    (first, *_) = plan_chunks(c, "quadrature", chunk_size=4096, backend="cpu")
+    assert MIN_BATCH <= len(first.padded) < 4096
+
+
+def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_the_group():
+    """Quadrature's numbers there depend on the chunk's size, a NUTS lane's draws did not.
+
+    And there the quadrature takes two passes, not three (see _quadrature_stages).
+    """
+    c = mixed_lanes(700, seed=6)
+    quadrature = plan_chunks(c, "quadrature", backend="gpu")
+    assert {len(chunk.padded) for chunk in quadrature} == {ACCELERATOR_QUADRATURE_CHUNK}
+    # There the full model's lanes go from Gauss–Hermite straight to the nested rule.
+    passes = {(chunk.rule, *(stage.rule for stage in chunk.fallbacks)) for chunk in quadrature}
+    assert ("gauss_hermite", "nested") in passes
+    assert not any("hermite_t" in rules for rules in passes)
+    on_cpu = plan_chunks(c, "quadrature", backend="cpu")
+    assert any("hermite_t" in (ch.rule, *(st.rule for st in ch.fallbacks)) for ch in on_cpu)
+    nuts = plan_chunks(c, "nuts", backend="gpu")
+    for chunk in nuts:
+        size = len(chunk.padded)
+        if chunk.exact:  # lanes without metric ratings: the Beta, as quadrature
+            assert size == ACCELERATOR_QUADRATURE_CHUNK
+        else:  # the group's own power of two, well below the memory budget's 4096 fits
+            assert MIN_BATCH <= size < 4096 and size >= len(chunk.piece)
+    assert any(not chunk.exact for chunk in nuts)
 
 
 def ridge_lanes(b: int, seed: int):
