@@ -23,6 +23,8 @@ The density is finite for every finite position, including empty groups
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import xlogy
@@ -33,7 +35,10 @@ Array = jax.Array
 
 __all__ = [
     "softplus_increment",
+    "TermCentre",
+    "term_centre",
     "binomial_logit_term",
+    "logdensity_centres",
     "logdensity",
     "grid_logdensity",
     "logistic_parts",
@@ -56,21 +61,36 @@ def softplus_increment(delta: Array, centre_prob: Array) -> Array:
     return shift + jnp.log1p(weight * jnp.expm1(jnp.where(positive, -delta, delta)))
 
 
-def binomial_logit_term(z: Array, k: Array, n: Array) -> Array:
+class TermCentre(NamedTuple):
+    """Where :func:`binomial_logit_term` is centred: a probability and its logit."""
+
+    prob: Array
+    logit: Array
+
+
+def term_centre(k: Array, n: Array) -> TermCentre:
+    """The centre of the term for k successes in n trials: (k + ½)/(n + 1), interior even
+    for k = 0 or k = n, and its logit."""
+    prob = (k + 0.5) / (n + 1.0)
+    return TermCentre(prob, jnp.log(prob) - jnp.log1p(-prob))
+
+
+def binomial_logit_term(z: Array, k: Array, n: Array, centre: TermCentre | None = None) -> Array:
     """k·z − n·softplus(z), up to a constant, centred for accuracy.
 
     Args:
         z: logit of the success probability (any real).
         k: successes (≥ 0), as float.
         n: trials (≥ k), as float. With n = 0 the term is 0.
-
-    The centre is logit((k + ½)/(n + 1)), interior even for k = 0 or k = n.
+        centre: ``term_centre(k, n)``, or None to compute it here. A sampler
+            passes it in: it depends on the counts alone, and XLA did not
+            hoist it out of the sampling loop.
     """
-    centre_prob = (k + 0.5) / (n + 1.0)
-    delta = z - (jnp.log(centre_prob) - jnp.log1p(-centre_prob))
+    centre = term_centre(k, n) if centre is None else centre
+    delta = z - centre.logit
     # k·δ is 0·(−inf) = NaN when a known ρ, η make p exactly 0 and k = 0.
     linear = jnp.where(k > 0, k * delta, 0.0)
-    return linear - n * softplus_increment(delta, centre_prob)
+    return linear - n * softplus_increment(delta, centre.prob)
 
 
 def _log_metric_rates(log_a, log_1ma, log_r, log_1mr, log_e, log_1me):
@@ -92,33 +112,55 @@ def position_size(rho_eta_known: bool) -> int:
     return 1 if rho_eta_known else 3
 
 
-def logdensity(position: Array, counts: Counts) -> Array:
+def _logdensity_terms(counts: Counts) -> tuple[tuple[Array, Array], ...]:
+    """(k, n) of :func:`logdensity`'s binomial terms: α, ρ, η (Beta(1, 1) priors
+    and the logistic Jacobian as one more success and failure each), the metric."""
+    return (
+        (counts.n_pos + 1.0, counts.n_phi + 2.0),
+        (counts.n_tp + 1.0, counts.n_pos_paired + 2.0),
+        (counts.n_tn + 1.0, counts.n_neg_paired + 2.0),
+        (counts.m_pos, counts.n_m),
+    )
+
+
+def logdensity_centres(counts: Counts) -> tuple[TermCentre, ...]:
+    """The centres of :func:`logdensity`'s four terms, for one lane (or any batch shape)."""
+    return tuple(term_centre(k, n) for k, n in _logdensity_terms(counts))
+
+
+def logdensity(
+    position: Array, counts: Counts, centres: tuple[TermCentre, ...] | None = None
+) -> Array:
     """Log posterior density at ``position``, up to an additive constant.
 
     Args:
         position: ``(3,)`` logits (α, ρ, η), or ``(1,)`` logit α when ρ and η
             are known (``counts.rho_eta_known``); the size selects the model.
         counts: one lane's counts (scalars).
+        centres: ``logdensity_centres(counts)``, or None to compute them here
+            (the same numbers either way).
 
     Returns:
         A scalar, finite for every finite position.
     """
+    (k_a, n_a), (k_r, n_r), (k_e, n_e), (k_m, n_m) = _logdensity_terms(counts)
+    c_a, c_r, c_e, c_m = logdensity_centres(counts) if centres is None else centres
     x_alpha = position[0]
     log_a = jax.nn.log_sigmoid(x_alpha)
     log_1ma = jax.nn.log_sigmoid(-x_alpha)
-    value = binomial_logit_term(x_alpha, counts.n_pos + 1.0, counts.n_phi + 2.0)
+    value = binomial_logit_term(x_alpha, k_a, n_a, c_a)
     if position.shape[-1] == 3:
         x_rho, x_eta = position[1], position[2]
         log_r, log_1mr = jax.nn.log_sigmoid(x_rho), jax.nn.log_sigmoid(-x_rho)
         log_e, log_1me = jax.nn.log_sigmoid(x_eta), jax.nn.log_sigmoid(-x_eta)
-        value += binomial_logit_term(x_rho, counts.n_tp + 1.0, counts.n_pos_paired + 2.0)
-        value += binomial_logit_term(x_eta, counts.n_tn + 1.0, counts.n_neg_paired + 2.0)
+        value += binomial_logit_term(x_rho, k_r, n_r, c_r)
+        value += binomial_logit_term(x_eta, k_e, n_e, c_e)
     else:
         log_r, log_1mr = _floored_log(counts.rho), _floored_log(1.0 - counts.rho)
         log_e, log_1me = _floored_log(counts.eta), _floored_log(1.0 - counts.eta)
     log_p, log_q = _log_metric_rates(log_a, log_1ma, log_r, log_1mr, log_e, log_1me)
     z = log_p - log_q
-    return value + binomial_logit_term(z, counts.m_pos, counts.n_m)
+    return value + binomial_logit_term(z, k_m, n_m, c_m)
 
 
 def logistic_parts(x: Array) -> tuple[Array, Array, Array]:

@@ -37,8 +37,8 @@ from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer.hmc import hmc
 
 from kernels.counts import Counts
-from kernels.logdensity import logdensity
-from kernels.ridge import prefers_ridge, ridge_logdensity, ridge_position
+from kernels.logdensity import logdensity, logdensity_centres
+from kernels.ridge import prefers_ridge, ridge_centres, ridge_logdensity, ridge_position
 from kernels.stepwise import run_lanes
 
 Array = jax.Array
@@ -168,18 +168,38 @@ def initial_position(key: Array, counts: Counts, dim: int, ridge: Array | bool =
     return jnp.stack(position)
 
 
-def _potential_fn_gen(counts: Counts, ridge: Array | bool):
+def _potential_fn_gen(counts: Counts, ridge: Array | bool, centres=(None, None)):
     """−log density in the lane's coordinates: logits of (α, ρ, η), or ridge ones.
 
     With a traced ``ridge`` both densities are evaluated at every step and
-    one is selected; a static bool evaluates only its own.
+    one is selected; a static bool evaluates only its own. ``centres``: the
+    two densities' term centres (:func:`_centres`), or None for either to
+    compute its own at every evaluation.
+    """
+    in_logits, in_ridge = centres
+    if isinstance(ridge, bool):
+        if ridge:
+            return lambda position: -ridge_logdensity(position, counts, in_ridge)
+        return lambda position: -logdensity(position, counts, in_logits)
+    return lambda position: (
+        -jnp.where(
+            ridge,
+            ridge_logdensity(position, counts, in_ridge),
+            logdensity(position, counts, in_logits),
+        )
+    )
+
+
+def _centres(counts: Counts, ridge: Array | bool):
+    """Term centres of the densities :func:`_potential_fn_gen` evaluates, for ``(L,)`` counts.
+
+    They depend on the counts alone; computed once here, they are not
+    recomputed at every leapfrog step (XLA did not hoist them out of the
+    loop; the same numbers either way).
     """
     if isinstance(ridge, bool):
-        density = ridge_logdensity if ridge else logdensity
-        return lambda position: -density(position, counts)
-    return lambda position: (
-        -jnp.where(ridge, ridge_logdensity(position, counts), logdensity(position, counts))
-    )
+        return (None, ridge_centres(counts)) if ridge else (logdensity_centres(counts), None)
+    return logdensity_centres(counts), ridge_centres(counts)
 
 
 def _coordinates(counts: Counts, settings: NUTSSettings, dim: int, ridge):
@@ -259,10 +279,11 @@ def sample_chain(
 
 def _run_stepwise(run_keys, positions, counts: Counts, ridge, settings: NUTSSettings) -> ChainDraws:
     """:func:`kernels.stepwise.run_lanes` on L chains (leading ``(L,)``) as :class:`ChainDraws`."""
+    centres = _centres(counts, ridge)
     if isinstance(ridge, bool):  # one static choice: each step evaluates one density
-        gen, args = (lambda c: _potential_fn_gen(c, ridge)), (counts,)
+        gen, args = (lambda c, centres: _potential_fn_gen(c, ridge, centres)), (counts, centres)
     else:
-        gen, args = _potential_fn_gen, (counts, ridge)
+        gen, args = _potential_fn_gen, (counts, ridge, centres)
     state = run_lanes(
         run_keys,
         positions,

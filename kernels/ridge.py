@@ -39,13 +39,14 @@ import jax.numpy as jnp
 from jax.scipy.special import xlogy
 
 from kernels.counts import Counts
-from kernels.logdensity import binomial_logit_term, logistic_parts
+from kernels.logdensity import TermCentre, binomial_logit_term, logistic_parts, term_centre
 
 Array = jax.Array
 
 __all__ = [
     "RidgeLogs",
     "ridge_logs",
+    "ridge_centres",
     "ridge_logdensity",
     "ridge_grid_logdensity",
     "ridge_position",
@@ -133,24 +134,45 @@ def ridge_logs(position: Array) -> RidgeLogs:
     )
 
 
-def ridge_logdensity(position: Array, counts: Counts) -> Array:
+def _ridge_terms(counts: Counts) -> tuple[tuple[Array, Array], ...]:
+    """(k, n) of :func:`ridge_logdensity`'s binomial terms in α, ρ, η and t (u's is constant)."""
+    return (
+        (counts.n_pos + 1.0, counts.n_phi + 2.0),
+        (counts.n_tp, counts.n_pos_paired),
+        (counts.n_tn, counts.n_neg_paired),
+        (counts.m_pos + 1.0, counts.n_m + 2.0),
+    )
+
+
+def ridge_centres(counts: Counts) -> tuple[TermCentre, ...]:
+    """The centres of :func:`ridge_logdensity`'s terms in α, ρ, η and t (see
+    :func:`kernels.logdensity.term_centre`)."""
+    return tuple(term_centre(k, n) for k, n in _ridge_terms(counts))
+
+
+def ridge_logdensity(
+    position: Array, counts: Counts, centres: tuple[TermCentre, ...] | None = None
+) -> Array:
     """Log posterior density at a ridge position ``(3,)``, up to an additive constant.
 
     The same posterior as :func:`kernels.logdensity.logdensity` with a
     ``(3,)`` position, pushed to ridge coordinates: both differ by the log
     Jacobian of the change of coordinates plus a constant. Terms are centred as
-    there; the metric's term is exactly centred in logit t.
+    there; the metric's term is exactly centred in logit t. ``centres``:
+    ``ridge_centres(counts)``, or None to compute them here.
     """
+    (k_a, n_a), (k_r, n_r), (k_e, n_e), (k_t, n_t) = _ridge_terms(counts)
+    c_a, c_r, c_e, c_t = ridge_centres(counts) if centres is None else centres
     logs = ridge_logs(position)
     x_alpha, x_t, x_u = position[0], position[1], position[2]
-    value = binomial_logit_term(x_alpha, counts.n_pos + 1.0, counts.n_phi + 2.0)
+    value = binomial_logit_term(x_alpha, k_a, n_a, c_a)
     z_rho = logs.log_rho - logs.log_1m_rho
     z_eta = logs.log_eta - logs.log_1m_eta
-    value += binomial_logit_term(z_rho, counts.n_tp, counts.n_pos_paired)
-    value += binomial_logit_term(z_eta, counts.n_tn, counts.n_neg_paired)
+    value += binomial_logit_term(z_rho, k_r, n_r, c_r)
+    value += binomial_logit_term(z_eta, k_e, n_e, c_e)
     # The logistic Jacobians t(1 − t) and u(1 − u) ride in the centred terms
     # as α's does; L is the rest of the Jacobian.
-    value += binomial_logit_term(x_t, counts.m_pos + 1.0, counts.n_m + 2.0)
+    value += binomial_logit_term(x_t, k_t, n_t, c_t)
     value += binomial_logit_term(x_u, 1.0, 2.0)
     return value + logs.log_length
 

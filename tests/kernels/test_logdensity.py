@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.logdensity import grid_logdensity, logdensity
-from kernels.ridge import ridge_grid_logdensity, ridge_logdensity
+from kernels.logdensity import grid_logdensity, logdensity, logdensity_centres
+from kernels.ridge import ridge_centres, ridge_grid_logdensity, ridge_logdensity
 from tests.kernels.helpers import counts, random_counts
 
 
@@ -71,6 +71,27 @@ def test_grid_density_is_the_pointwise_one_on_a_triangular_grid(density, grid):
         offset = np.asarray(on_grid - pointwise)[finite]
         # Counts up to 1e7 make each term up to ~1e7: 1e-6 is ~1e-13 relative.
         assert np.ptp(offset) < 1e-6, (i, np.ptp(offset))
+
+
+@pytest.mark.parametrize(
+    "density, centres, dim",
+    [(logdensity, logdensity_centres, 3), (logdensity, logdensity_centres, 1)]
+    + [(ridge_logdensity, ridge_centres, 3)],
+    ids=["logits", "known", "ridge"],
+)
+def test_centres_computed_once_give_the_same_density_and_gradient(density, centres, dim):
+    """The sampler computes the terms' centres once per lane; nothing may move by a bit."""
+    lanes = random_counts(60, 13)
+    batch = centres(lanes)  # for all lanes at once, as the sampler does
+    points = jnp.asarray(np.random.default_rng(14).normal(0, 3, (60, dim)))
+
+    def both(x, lane, given):
+        return jax.value_and_grad(density)(x, lane), jax.value_and_grad(density)(x, lane, given)
+
+    (value, grad), (value_given, grad_given) = jax.jit(jax.vmap(both))(points, lanes, batch)
+    assert np.isfinite(np.asarray(value)).all()
+    np.testing.assert_array_equal(np.asarray(value_given), np.asarray(value))
+    np.testing.assert_array_equal(np.asarray(grad_given), np.asarray(grad))
 
 
 @pytest.mark.parametrize("density", [logdensity, ridge_logdensity], ids=["logits", "ridge"])
