@@ -191,15 +191,16 @@ def grid_logdensity(x_alpha: Array, x_rho: Array, x_eta: Array, counts: Counts) 
     log1p per node). The metric's term is not centred: float64 only (accurate
     to ~1e-16 times N_M).
     """
+    (k_a, n_a), (k_r, n_r), (k_e, n_e), _ = _logdensity_terms(counts)
     alpha, one_m_alpha = jax.nn.sigmoid(x_alpha), jax.nn.sigmoid(-x_alpha)
     rho, one_m_rho = jax.nn.sigmoid(x_rho), jax.nn.sigmoid(-x_rho)
-    value = binomial_logit_term(x_alpha, counts.n_pos + 1.0, counts.n_phi + 2.0)
-    value = value + binomial_logit_term(x_rho, counts.n_tp + 1.0, counts.n_pos_paired + 2.0)
+    value = binomial_logit_term(x_alpha, k_a, n_a)
+    value = value + binomial_logit_term(x_rho, k_r, n_r)
     eta, one_m_eta, softplus = logistic_parts(x_eta)
-    # η's Beta(n_η + 1, ·) kernel with its logistic Jacobian, a·log η + b·log(1 − η).
-    a_eta, b_eta = counts.n_tn + 1.0, counts.n_neg_paired - counts.n_tn + 1.0
-    log_eta_kernel = jnp.where(x_eta >= 0, -b_eta, -a_eta) * jnp.abs(x_eta)
-    log_eta_kernel = log_eta_kernel - (a_eta + b_eta) * softplus
+    # η's term uncentred, k·log η + (n − k)·log(1 − η), from the same e:
+    # log η = −max(−x, 0) − log(1 + e), log(1 − η) = −max(x, 0) − log(1 + e).
+    log_eta_kernel = jnp.where(x_eta >= 0, k_e - n_e, -k_e) * jnp.abs(x_eta)
+    log_eta_kernel = log_eta_kernel - n_e * softplus
     p = alpha * rho + one_m_alpha * one_m_eta
     q = alpha * one_m_rho + one_m_alpha * eta
     metric = xlogy(counts.m_pos, p) + xlogy(counts.n_m - counts.m_pos, q)

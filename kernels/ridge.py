@@ -191,9 +191,10 @@ def ridge_grid_logdensity(x_alpha: Array, x_t: Array, x_u: Array, counts: Counts
     transcendental functions. Terms are not centred: float64 only (each is
     then accurate to ~1e-16 times its count, ~1e-10 at 10^6 paired ratings).
     """
+    (k_a, n_a), _, _, (k_t, n_t) = _ridge_terms(counts)
     seg = _segment(x_alpha, x_t)
-    value = binomial_logit_term(x_alpha, counts.n_pos + 1.0, counts.n_phi + 2.0)
-    value = value + binomial_logit_term(x_t, counts.m_pos + 1.0, counts.n_m + 2.0)
+    value = binomial_logit_term(x_alpha, k_a, n_a)
+    value = value + binomial_logit_term(x_t, k_t, n_t)
     value = value + seg.log_length
     u, one_m_u, softplus = logistic_parts(x_u)
     span_rho, span_eta = jnp.exp(seg.log_span_rho), jnp.exp(seg.log_span_eta)
