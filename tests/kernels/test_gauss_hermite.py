@@ -3,7 +3,13 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from kernels.gauss_hermite import LaplaceRule, _hermite_quantiles, laplace_summary
+from kernels.gauss_hermite import (
+    LaplaceRule,
+    _covariance_factor,
+    _hermite_quantiles,
+    _mode,
+    laplace_summary,
+)
 from kernels.quadrature import MODEL_KINDS, model_kind, normal_rule, posterior_summary
 from kernels.ridge import prefers_ridge
 from tests.kernels.helpers import (
@@ -104,3 +110,34 @@ def test_interval_from_the_rule_nodes_matches_a_known_distribution(a, b):
     alpha = 1.0 / (1.0 + np.exp(-(centre + scale * ends)))
     tolerance = 1e-6 if min(a, b) < 5 else 1e-8
     np.testing.assert_allclose(alpha, stats.beta.ppf([0.025, 0.975], a, b), rtol=0, atol=tolerance)
+
+
+def test_covariance_factor_is_the_lower_cholesky_factor_of_the_inverse():
+    rng = np.random.default_rng(4)
+    for scale in (1.0, 1e3, 1e6):  # ridge coordinates: t far sharper than α and u
+        a = rng.normal(size=(3, 3))
+        sharp = np.diag([1.0, scale, 1.0])
+        precision = sharp @ (a @ a.T + 0.1 * np.eye(3)) @ sharp
+        factor = np.asarray(_covariance_factor(jax.numpy.asarray(precision)))
+        assert np.all(np.triu(factor, 1) == 0.0) and np.all(np.diag(factor) > 0)
+        np.testing.assert_allclose(factor.T @ precision @ factor, np.eye(3), atol=1e-8)
+        expected = np.linalg.cholesky(np.linalg.inv(precision))
+        np.testing.assert_allclose(factor, expected, rtol=1e-6, atol=1e-9 * np.abs(expected).max())
+    indefinite = np.diag([1.0, -1.0, 1.0])
+    assert not np.all(np.isfinite(np.asarray(_covariance_factor(jax.numpy.asarray(indefinite)))))
+
+
+def test_mode_stops_early_where_newton_has_converged_and_matches_the_full_run():
+    # A smooth, strictly concave function with its maximum at (1, −2, 0.5).
+    target = jax.numpy.array([1.0, -2.0, 0.5])
+
+    def log_f(x):
+        d = x - target
+        return -jax.numpy.sum(d**2) - 0.1 * jax.numpy.sum(d**4) + 0.3 * d[0] * d[1]
+
+    start = jax.numpy.zeros(3)
+    short = _mode(log_f, start, 40, 1e-8)
+    full = _mode(log_f, start, 40, 0.0)
+    np.testing.assert_allclose(np.asarray(short), np.asarray(full), atol=1e-12)
+    grad = np.asarray(jax.grad(log_f)(short))
+    assert np.abs(grad).max() < 1e-10
