@@ -32,7 +32,9 @@ Quadrature is timed as the driver runs it (the adaptive Gauss–Hermite rule,
 the nested rule with a Gauss–Hermite t axis on the lanes it rejects, the
 nested rule on the rest), without the middle rule (0.8.0's two passes),
 and with the nested rule alone, with the share of full-model lanes each rule
-takes and the largest differences to the nested rule alone.
+takes and the largest differences to the nested rule alone; and once more
+with one worker, each compiled call timed alone, for each rule's cost a lane
+(``rule_costs_one_worker``).
 
 ``--loops`` names the NUTS loops to time (both by default; the first named
 is the one the chunk-size and worker comparisons use); ``--lockstep 0`` and
@@ -167,6 +169,8 @@ def quadrature_throughput(counts, keys) -> dict:
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
     rules = np.full(n, "", dtype=object)
     driver, driver_s = timed_fits(counts, keys, "quadrature", None, rules=rules)
+    chunk_times = []
+    fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times)
     _, two_rules_s = timed_fits(counts, keys, "quadrature", None, hermite_t=None)
     nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None, hermite_t=None)
     gap = {
@@ -183,7 +187,23 @@ def quadrature_throughput(counts, keys) -> dict:
         "rule_shares": {rule: float(np.mean(rules[full] == rule)) for rule in FULL_MODEL_RULES},
         "quadrature_max_abs_difference_to_nested_only": gap,
         "quadrature_s": driver_s,
+        "rule_costs_one_worker": rule_costs(chunk_times),
     }
+
+
+def rule_costs(chunk_times) -> dict:
+    """Per rule, from one run of the driver with one worker: its calls, the lanes sent
+    to it and in its calls (padding included), its seconds and milliseconds a lane sent."""
+    costs = {}
+    for t in chunk_times:
+        c = costs.setdefault(t.rule, {"calls": 0, "lanes": 0, "padded": 0, "seconds": 0.0})
+        c["calls"] += 1
+        c["lanes"] += t.lanes
+        c["padded"] += t.padded
+        c["seconds"] += t.seconds
+    for c in costs.values():
+        c["ms_per_lane"] = 1e3 * c["seconds"] / c["lanes"]
+    return costs
 
 
 def throughput(

@@ -19,6 +19,7 @@ chunks run at once: its randomness comes from its own key only.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -66,6 +67,7 @@ __all__ = [
     "difficulty",
     "plan_chunks",
     "Chunk",
+    "ChunkTime",
     "Stage",
 ]
 
@@ -324,6 +326,7 @@ def fit_lanes(
     laplace: LaplaceRule | None = LaplaceRule(),
     hermite_t: HermiteTRule | None = HermiteTRule(),
     rules: np.ndarray | None = None,
+    chunk_times: list | None = None,
 ) -> FitResults:
     """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
 
@@ -354,6 +357,9 @@ def fit_lanes(
             its counts alone.
         rules: None, or a ``(B,)`` array that receives each lane's rule
             (:data:`QUADRATURE_RULES`; "nuts" for sampled fits), a diagnostic.
+        chunk_times: None, or a list that receives a :class:`ChunkTime` for
+            each compiled call, in plan order, pass after pass (a
+            diagnostic: with more than one worker, calls overlap in time).
     """
     b = int(np.asarray(counts.n_m).shape[0])
     out = {name: np.full(b, np.nan) for name in FitResults._fields}
@@ -367,7 +373,9 @@ def fit_lanes(
     pool = ThreadPoolExecutor(max(1, int(workers or default_workers())))
     try:
         while chunks:
-            rejected = _run_chunks(pool, chunks, counts, keys, level, out, on_chunk, rules)
+            rejected = _run_chunks(
+                pool, chunks, counts, keys, level, out, on_chunk, rules, chunk_times
+            )
             # The next pass: the next rule on the lanes this one rejected, in
             # chunks of the same size (so a lane's numbers do not depend on
             # which others were rejected with it).
@@ -400,14 +408,40 @@ def _staged_chunks(stages: tuple[Stage, ...], lanes: np.ndarray, size: int) -> l
     return [Chunk(p, q, exact, first.fn, first.rule, rest) for p, q in _chunks(lanes, size)]
 
 
-def _run_chunks(pool, chunks, counts, keys, level, out, on_chunk, rules=None) -> list:
+class ChunkTime(NamedTuple):
+    """How long one compiled call of :func:`fit_lanes` took (a diagnostic).
+
+    Attributes:
+        rule: the chunk's rule (:attr:`Chunk.rule`).
+        lanes: lanes sent to it (some may be rejected and passed on).
+        padded: lanes in the call, padding included.
+        seconds: wall time of the call, results copied back to the host.
+    """
+
+    rule: str
+    lanes: int
+    padded: int
+    seconds: float
+
+
+def _timed_fit(chunk: Chunk, counts: Counts, keys: jax.Array, level: float):
+    start = time.perf_counter()
+    values = _fit_chunk(chunk, counts, keys, level)
+    return values, time.perf_counter() - start
+
+
+def _run_chunks(
+    pool, chunks, counts, keys, level, out, on_chunk, rules=None, chunk_times=None
+) -> list:
     """Fit ``chunks`` into ``out``; ``[(fallbacks, size, lanes)]`` their rules rejected."""
     rejected = {}
     # Chunks may finish in any order but are taken in plan order, so the
     # results and the on_chunk calls are the same with any number of workers.
-    fitted = pool.map(lambda chunk: _fit_chunk(chunk, counts, keys, level), chunks)
-    for chunk, values in zip(chunks, fitted, strict=True):
+    fitted = pool.map(lambda chunk: _timed_fit(chunk, counts, keys, level), chunks)
+    for chunk, (values, seconds) in zip(chunks, fitted, strict=True):
         n = len(chunk.piece)
+        if chunk_times is not None:
+            chunk_times.append(ChunkTime(chunk.rule, n, len(chunk.padded), seconds))
         accepted = np.asarray(values.pop("accepted", np.ones(n, bool)))[:n]
         done = chunk.piece[accepted]
         for name, value in values.items():

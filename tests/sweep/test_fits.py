@@ -177,7 +177,18 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     assert np.isin(kinked, first["nested"]).all()
     assert np.isin(np.setdiff1d(few, kinked), first["hermite_t"]).all()
     rules = np.full(96, "", dtype=object)
-    both = fit_lanes(c, keys, "quadrature", workers=2, rules=rules)
+    times = []
+    both = fit_lanes(c, keys, "quadrature", workers=2, rules=rules, chunk_times=times)
+    # Each call is timed, with the lanes sent to its rule: all that the rule
+    # took, and for the rules that pass lanes on, perhaps more.
+    sent = {}
+    for t in times:
+        assert t.seconds > 0 and t.padded >= t.lanes and t.padded & (t.padded - 1) == 0
+        sent[t.rule] = sent.get(t.rule, 0) + t.lanes
+    taken = {rule: int(np.sum(rules == rule)) for rule in set(rules)}
+    assert set(sent) == set(taken)
+    assert all(sent[r] == taken[r] for r in ("beta", "known", "nested"))
+    assert all(sent[r] >= taken[r] for r in ("gauss_hermite", "hermite_t"))
     # Every rule is exercised: some lanes are passed on by the fast rule and
     # taken by the next.
     full = model_kind(c.n_m, c.rho_eta_known) == 2
