@@ -3,15 +3,28 @@
 - The kernels are checked in float64, as the runner uses them.
 - One persistent XLA compilation cache for the whole session, shared through
   the environment with the subprocesses (CLI runs, killed drivers) and Ray
-  workers the tests start: each compiles nothing this process has compiled.
+  workers the tests start, and with the other xdist workers: each compiles
+  nothing another has compiled.
   A cached executable is the same program, so results stay bit-identical.
+- Under pytest-xdist (the default: ``-n 2`` in ``pyproject.toml``) a
+  module's tests stay on one worker, so its module-scoped fixtures (a NUTS
+  fit of 212 lanes, a reference sweep) are computed once, and the modules
+  that start Ray run one after another on one worker, so that no test sees
+  another's instance (:func:`pytest_xdist_make_scheduler`).
 """
 
 import os
+import pathlib
 import shutil
 import tempfile
 
-_CACHE = tempfile.mkdtemp(prefix="binmetric-sweep-xla-")
+# xdist workers take the directory of the process that started them (the
+# controller, which sets it before they start and removes it when all are done).
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("BINMETRIC_SWEEP_TEST_XLA_CACHE"):
+    _CACHE = os.environ["BINMETRIC_SWEEP_TEST_XLA_CACHE"]
+else:
+    _CACHE = tempfile.mkdtemp(prefix="binmetric-sweep-xla-")
+os.environ["BINMETRIC_SWEEP_TEST_XLA_CACHE"] = _CACHE
 os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
@@ -23,5 +36,27 @@ jax.config.update("jax_compilation_cache_dir", _CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
+#: Modules that start a Ray instance (or a Ray-backed CLI run).
+_RAY_MODULES = ("test_ray", "test_ray_faults", "test_ray_local")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Each test module whole on one worker, and the modules that start Ray together.
+
+    A runner given no address joins a Ray instance already on the machine (a
+    ``ray.cluster_utils.Cluster`` announces its own), so two such modules at
+    once on two workers would see each other's instances.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "ray" if pathlib.PurePath(module).stem in _RAY_MODULES else module
+
+    return ModuleScheduling(config, log)
+
+
 def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(_CACHE, ignore_errors=True)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller, or a run without xdist
+        shutil.rmtree(_CACHE, ignore_errors=True)

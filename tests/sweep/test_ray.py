@@ -69,7 +69,14 @@ def _assert_same_results(out, reference) -> None:
 
 @pytest.fixture(scope="module")
 def jax_cache(tmp_path_factory):
-    """A persistent compilation cache for this process and the workers (restored after)."""
+    """A persistent compilation cache for this process and the workers.
+
+    The session's (``tests/conftest.py``), which may already hold the programs;
+    else one made here for the module, and the settings restored after.
+    """
+    if jax.config.jax_compilation_cache_dir:
+        yield jax.config.jax_compilation_cache_dir
+        return
     path = tmp_path_factory.mktemp("jax-cache")
     names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
     saved = {name: getattr(jax.config, name) for name in names}
