@@ -93,7 +93,7 @@ ACCELERATOR_QUADRATURE_CHUNK = 1024
 #: intermediate (100 MB) falls far out of cache. On 512 of the benchmark's
 #: lanes the two-pass driver ran at 280 posteriors/s with groups of 4, 270 of
 #: 8 and 198 with the whole chunk vmapped (measured ad hoc, two runs each;
-#: the committed run is in the README). The Gauss–Hermite rule, with 100
+#: the committed runs are in docs/performance-history.md). The Gauss–Hermite rule, with 100
 #: times fewer nodes, is fastest vmapped whole. A lane's numbers came out bit
 #: for bit alike in chunks of 8, 32 and 128 lanes (96 lanes, ad hoc).
 CPU_NESTED_GROUP = 4
