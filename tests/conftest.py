@@ -18,6 +18,8 @@ import pathlib
 import shutil
 import tempfile
 
+import pytest
+
 # xdist workers take the directory of the process that started them (the
 # controller, which sets it before they start and removes it when all are done).
 if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("BINMETRIC_SWEEP_TEST_XLA_CACHE"):
@@ -40,6 +42,7 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 _RAY_MODULES = ("test_ray", "test_ray_faults", "test_ray_local")
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown, and unused, without xdist
 def pytest_xdist_make_scheduler(config, log):
     """Each test module whole on one worker, and the modules that start Ray together.
 
