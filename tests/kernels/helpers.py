@@ -13,6 +13,7 @@ from scipy.special import betainc, betaln, gammaln
 
 from kernels.counts import Counts, Design, draw_counts, expected_counts
 from kernels.quadrature import MODEL_KINDS, model_kind
+from kernels.summaries import epsilon
 
 REFERENCE = pathlib.Path(__file__).resolve().parents[3] / "shared" / "reference"
 
@@ -40,6 +41,12 @@ def design(**fields) -> Design:
         shared_paired=get("shared_paired", True).astype(bool),
         rho_eta_known=get("rho_eta_known", False).astype(bool),
     )
+
+
+def published_eps(frame: pd.DataFrame, post_sd) -> np.ndarray:
+    """ε of the table's cells from their posterior SDs, 1 where N_Φ = N_M = 0 (no evidence)."""
+    eps = np.asarray(epsilon(np.asarray(post_sd), frame.gamma.values))
+    return np.where((frame.n_phi.values == 0) & (frame.n_m.values == 0), 1.0, eps)
 
 
 def published_counts(frame: pd.DataFrame) -> Counts:

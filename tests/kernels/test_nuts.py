@@ -13,9 +13,8 @@ import pytest
 
 from kernels.nuts import NUTSSettings, sample_fit, sampler_key, summarize_draws
 from kernels.ridge import prefers_ridge
-from kernels.summaries import epsilon
 from sweep.fits import fit_lanes, lane_keys
-from tests.kernels.helpers import agreement_lanes, counts
+from tests.kernels.helpers import agreement_lanes, counts, published_eps
 
 pytestmark = pytest.mark.slow
 
@@ -83,8 +82,7 @@ def test_nuts_reproduces_the_published_eps(agreement):
     """
     table, _, _, fit = agreement
     n = len(table)
-    eps = np.asarray(epsilon(fit.post_sd[:n], table.gamma.values))
-    eps = np.where((table.n_phi == 0) & (table.n_m == 0), 1.0, eps)
+    eps = published_eps(table, fit.post_sd[:n])
     error = np.abs(eps - table.eps.values)
     mcse = eps * fit.sd_mcse[:n] / fit.post_sd[:n]  # ε is proportional to the SD
     assert np.all(error <= np.maximum(0.003, 4 * mcse))

@@ -25,9 +25,8 @@ import numpy as np
 import pytest
 
 from kernels.nuts import NUTSSettings
-from kernels.summaries import epsilon
 from sweep.fits import fit_lanes, lane_keys
-from tests.kernels.helpers import published_counts, published_table
+from tests.kernels.helpers import published_counts, published_eps, published_table
 
 pytestmark = pytest.mark.slow
 
@@ -45,9 +44,8 @@ def test_nuts_with_enough_draws_reproduces_every_published_cell():
     c = published_counts(table)
     b = len(table)
     keys = lane_keys(3, np.stack([np.arange(b), np.full(b, 2)], 1), np.zeros(b))
-    gamma = table.gamma.values
     no_humans = table.n_phi.values == 0
-    eps, eps_mcse = np.full(b, np.nan), np.zeros(b)
+    post_sd, sd_relative_mcse = np.full(b, np.nan), np.zeros(b)
     for cells, settings in ((~no_humans, WITH_HUMANS), (no_humans, WITHOUT_HUMANS)):
         index = np.flatnonzero(cells)
         lanes = jax.tree.map(lambda x, i=index: x[i], c)
@@ -55,10 +53,10 @@ def test_nuts_with_enough_draws_reproduces_every_published_cell():
         sampled = ~fit.exact
         assert np.all(sampled == (table.n_m.values[index] > 0))  # N_M = 0: the Beta itself
         assert np.all(fit.rhat[sampled] < 1.01)
-        eps[index] = np.asarray(epsilon(fit.post_sd, gamma[index]))
-        # ε is proportional to the SD, so its Monte Carlo SE is in the same ratio.
-        eps_mcse[index] = np.where(sampled, eps[index] * fit.sd_mcse / fit.post_sd, 0.0)
-    eps = np.where(no_humans & (table.n_m.values == 0), 1.0, eps)  # no evidence: ε = 1
+        post_sd[index] = fit.post_sd
+        sd_relative_mcse[index] = np.where(sampled, fit.sd_mcse / fit.post_sd, 0.0)
+    eps = published_eps(table, post_sd)
+    eps_mcse = eps * sd_relative_mcse  # ε is proportional to the SD
 
     assert np.all(eps_mcse <= MARGIN / 4), np.max(eps_mcse)
     error = np.abs(eps - table.eps.values)

@@ -14,13 +14,13 @@ from kernels.quadrature import (
     paired_rule_is_exact,
     posterior_summary,
 )
-from kernels.summaries import epsilon
 from tests.kernels.helpers import (
     counts,
     exact_summaries,
     full_model_lanes,
     mixture_posterior,
     published_counts,
+    published_eps,
     published_table,
 )
 
@@ -80,8 +80,7 @@ def test_published_eps_within_0_002():
     table = published_table()
     c = published_counts(table)
     s = summarize(c, "full")
-    eps = np.asarray(epsilon(s.sd, table.gamma.values))
-    eps = np.where((table.n_phi == 0) & (table.n_m == 0), 1.0, eps)
+    eps = published_eps(table, s.sd)
     worst = np.abs(eps - table.eps.values)
     assert worst.max() <= 0.002, table.assign(ours=eps)[worst > 0.002]
 
