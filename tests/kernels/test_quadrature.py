@@ -15,6 +15,8 @@ from kernels.quadrature import (
     posterior_summary,
 )
 from tests.kernels.helpers import (
+    COPIED_PUBLISHED_EPS,
+    SHARED_PUBLISHED_EPS,
     counts,
     exact_summaries,
     full_model_lanes,
@@ -324,3 +326,8 @@ def test_tangent_window_holds_the_mass_and_not_much_more(log_f, lo, hi, centre, 
     for edge, end, side in zip(edges, exact, (-1.0, 1.0), strict=True):
         width = side * (end - centre)
         assert width - step <= side * (edge - centre) <= 1.3 * width + step
+
+
+@pytest.mark.skipif(not SHARED_PUBLISHED_EPS.exists(), reason="no shared/ beside this clone")
+def test_the_copied_published_table_is_the_shared_one():
+    assert COPIED_PUBLISHED_EPS.read_bytes() == SHARED_PUBLISHED_EPS.read_bytes()

@@ -9,7 +9,6 @@ import pandas as pd
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
-REFERENCE = REPO.parent / "shared" / "reference"
 
 TINY = {
     "name": "tiny",

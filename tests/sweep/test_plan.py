@@ -25,8 +25,7 @@ from sweep.plan import (
     simulate_tests,
     solve_relaxed,
 )
-
-from .helpers import REFERENCE
+from tests.kernels.helpers import published_table
 
 # Exact evaluations on CPU cost one compiled chunk of 64 lanes each; tests use that size.
 CHUNK = 64
@@ -277,7 +276,7 @@ def test_a_saturated_metric_is_reported_unreachable_not_answered_with_a_huge_n_m
 
 
 def test_power_one_half_gives_the_published_eps(planned, published_cell):
-    table = pd.read_csv(REFERENCE / "published_eps.csv")
+    table = published_table()
     table = table[(table.rho == 0.7) & ((table.n_phi > 0) | (table.n_m > 0))]
     got = exact_eps(
         problems([PUBLISHED]), np.zeros(len(table), int), table.n_phi, table.n_m, chunk_size=CHUNK

@@ -13,8 +13,9 @@ import yaml
 
 import sweep
 from sweep.errors import SweepError
+from tests.kernels.helpers import published_table
 
-from .helpers import CONFIGS, REFERENCE, sorted_surface, tiny
+from .helpers import CONFIGS, sorted_surface, tiny
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +171,7 @@ def test_published_tables_by_quadrature(tmp_path):
     spec["method"] = "quadrature"
     sweep.run(spec, tmp_path / "out")
     surface = sweep.load_surface(tmp_path / "out")
-    published = pd.read_csv(REFERENCE / "published_eps.csv")
+    published = published_table()
     merged = published.merge(
         surface, on=["alpha", "rho", "eta", "n_phi", "n_m", "gamma"], suffixes=("_published", "")
     )
