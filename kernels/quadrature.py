@@ -77,6 +77,7 @@ __all__ = [
     "alpha_log_marginal",
     "EXACT_PAIRED_NODES",
     "paired_rule_is_exact",
+    "log_segment_integral",
     "HermiteTRule",
     "hermite_t_allows",
     "hermite_t_summary",
@@ -454,7 +455,7 @@ def paired_rule_is_exact(counts: Counts):
     return counts.n_pos_paired + counts.n_neg_paired <= 2 * EXACT_PAIRED_NODES - 1
 
 
-def _log_segment_integral(
+def log_segment_integral(
     alpha: Array, t: Array, counts: Counts, rule: QuadratureRule, exact_paired: bool = False
 ) -> Array:
     """log ∫ ρ^n_ρ (1 − ρ)^(P − n_ρ) η^n_η (1 − η)^(N_ρη − P − n_η) ds along p = t, at given α.
@@ -504,7 +505,7 @@ def _log_segment_integral(
 
 
 def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=False) -> Array:
-    """log Λ(α) for unknown ρ, η: a t rule (up to 6 panels) over :func:`_log_segment_integral`."""
+    """log Λ(α) for unknown ρ, η: a t rule (up to 6 panels) over :func:`log_segment_integral`."""
     a_r, b_r, a_e, b_e = _paired_betas(counts)
     mean_r, sd_r = _beta_moments(a_r, b_r)
     mean_e, sd_e = _beta_moments(a_e, b_e)
@@ -531,7 +532,7 @@ def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=F
         )
         t, log_w = p.x.reshape(-1), p.log_w.reshape(-1)
     log_l = xlogy(m, t) + xlog1py(n - m, -t)
-    log_inner = jax.vmap(lambda t: _log_segment_integral(alpha, t, counts, rule, exact_paired))
+    log_inner = jax.vmap(lambda t: log_segment_integral(alpha, t, counts, rule, exact_paired))
     return _lse(log_w + log_l + log_inner(t))
 
 
