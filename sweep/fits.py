@@ -30,7 +30,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernels.counts import Counts, Design, draw_counts, expected_counts, replicate_key
-from kernels.gauss_hermite import LaplaceRule, counts_allow, laplace_summary
+from kernels.gauss_hermite import (
+    AlphaTRule,
+    LaplaceRule,
+    alpha_t_summary,
+    counts_allow,
+    laplace_summary,
+)
 from kernels.logdensity import position_size
 from kernels.nuts import NUTSSettings, sample_fits, sampler_key, summarize_draws
 from kernels.quadrature import (
@@ -56,6 +62,7 @@ __all__ = [
     "CPU_NESTED_GROUP",
     "CPU_EXACT_PAIRED_GROUP",
     "CPU_HERMITE_T_GROUP",
+    "CPU_ALPHA_T_GROUP",
     "QUADRATURE_RULES",
     "FULL_MODEL_RULES",
     "fit_lanes",
@@ -108,12 +115,20 @@ CPU_EXACT_PAIRED_GROUP = 16
 #: 16 and of 64, 3.5 in groups of 4; with 10 (s exact), 0.7 in groups of 16
 #: and 64, 0.9 of 4 (ad hoc, best of three).
 CPU_HERMITE_T_GROUP = 16
+#: The same for :func:`kernels.gauss_hermite.alpha_t_summary`. Vmapped whole,
+#: a chunk cost its padding too: on 1024 of the benchmark's lanes (about 60
+#: of them for this rule, in chunks of 64) the driver ran at 0.76 times the
+#: speed it had without the rule, at 4096 lanes 1.17 times (ad hoc, one run);
+#: in groups of 16, 1.02 and 1.13 times (kernels-cpu-20261125-181944.json).
+CPU_ALPHA_T_GROUP = 16
 #: Names of the rules a quadrature lane's numbers can come from, in the order
 #: :func:`fit_lanes` tries them: the Beta itself (N_M = 0), the exact
 #: one-dimensional rule (ρ, η known), and for the full model the adaptive
-#: Gauss–Hermite rule, the nested rule with a Gauss–Hermite t axis
-#: (:func:`kernels.quadrature.hermite_t_summary`), and the nested rule.
-FULL_MODEL_RULES = ("gauss_hermite", "hermite_t", "nested")
+#: Gauss–Hermite rule, Gauss–Hermite in (α, t) with the s rule at each node
+#: (:func:`kernels.gauss_hermite.alpha_t_summary`), the nested rule with a
+#: Gauss–Hermite t axis (:func:`kernels.quadrature.hermite_t_summary`), and
+#: the nested rule.
+FULL_MODEL_RULES = ("gauss_hermite", "hermite_alpha_t", "hermite_t", "nested")
 QUADRATURE_RULES = ("beta", "known", *FULL_MODEL_RULES)
 
 
@@ -241,6 +256,12 @@ def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
 
 
 @cache
+def _alpha_t_fn(level: float, rule: QuadratureRule, alpha_t: AlphaTRule):
+    fn = jax.vmap(lambda c: alpha_t_summary(c, level, alpha_t, rule))
+    return _jit_lanes(fn, CPU_ALPHA_T_GROUP)
+
+
+@cache
 def _hermite_t_fn(
     level: float, rule: QuadratureRule, check: HermiteTRule, group: int | None, exact_paired: bool
 ):
@@ -325,6 +346,7 @@ def fit_lanes(
     on_chunk=None,
     laplace: LaplaceRule | None = LaplaceRule(),
     hermite_t: HermiteTRule | None = HermiteTRule(),
+    alpha_t: AlphaTRule | None = AlphaTRule(),
     rules: np.ndarray | None = None,
     chunk_times: list | None = None,
 ) -> FitResults:
@@ -348,8 +370,11 @@ def fit_lanes(
         laplace: with "quadrature", the full model's lanes are first tried
             with this adaptive Gauss–Hermite rule
             (:func:`kernels.gauss_hermite.laplace_summary`); None: not at all.
-        hermite_t: then the lanes it does not accept (or was not tried on)
-            with the nested rule with a Gauss–Hermite t axis
+        alpha_t: then the lanes it does not accept (or was not tried on)
+            whose s rule is not exact, with Gauss–Hermite in (α, t)
+            (:func:`kernels.gauss_hermite.alpha_t_summary`), where its counts
+            allow (on CPU only); None: not at all.
+        hermite_t: then the lanes not yet accepted with the nested rule with a Gauss–Hermite t axis
             (:func:`kernels.quadrature.hermite_t_summary`), where its counts
             allow (on CPU only: see :func:`_quadrature_stages`); None: not
             at all. The rest get the nested ``rule``, each
@@ -368,7 +393,16 @@ def fit_lanes(
     out["exact"] = np.zeros(b, bool)
     out["sd_mcse"] = np.zeros(b)
     chunks = plan_chunks(
-        counts, method, level, nuts, rule, chunk_size, memory_budget_bytes, laplace, hermite_t
+        counts,
+        method,
+        level,
+        nuts,
+        rule,
+        chunk_size,
+        memory_budget_bytes,
+        laplace,
+        hermite_t,
+        alpha_t=alpha_t,
     )
     pool = ThreadPoolExecutor(max(1, int(workers or default_workers())))
     try:
@@ -497,6 +531,7 @@ def plan_chunks(
     laplace: LaplaceRule | None = LaplaceRule(),
     hermite_t: HermiteTRule | None = HermiteTRule(),
     backend: str | None = None,
+    alpha_t: AlphaTRule | None = AlphaTRule(),
 ) -> list[Chunk]:
     """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there).
 
@@ -511,7 +546,7 @@ def plan_chunks(
             size = chunk_size or default_chunk_size("quadrature", backend=backend)
             size = size or ACCELERATOR_QUADRATURE_CHUNK
             stages = _quadrature_stages(
-                kind, ridge, exact_paired, level, rule, laplace, hermite_t, on_cpu
+                kind, ridge, exact_paired, level, rule, laplace, hermite_t, alpha_t, on_cpu
             )
             # Lanes start at the first rule their counts allow.
             routes = list(_route(stages, index, counts))
@@ -538,6 +573,7 @@ def _quadrature_stages(
     rule: QuadratureRule,
     laplace: LaplaceRule | None,
     hermite_t: HermiteTRule | None,
+    alpha_t: AlphaTRule | None,
     on_cpu: bool,
 ) -> tuple[Stage, ...]:
     """The rules a group's lanes are tried with, in order (:func:`_lane_groups`' fields)."""
@@ -553,6 +589,12 @@ def _quadrature_stages(
     if hermite_t is not None and on_cpu:
         fn = _hermite_t_fn(level, rule, hermite_t, CPU_HERMITE_T_GROUP, exact_paired)
         stages.insert(0, Stage("hermite_t", fn, hermite_t_allows))
+    # Only where the s rule is not exact: with s exact (N_ρη ≤ 15) the rule
+    # accepted 3 of the benchmark's 526 such lanes (ad hoc), which the middle
+    # rule takes at 0.3 ms a lane. Not yet measured on an accelerator, so CPU only.
+    if alpha_t is not None and on_cpu and not exact_paired:
+        fn = _alpha_t_fn(level, rule, alpha_t)
+        stages.insert(0, Stage("hermite_alpha_t", fn, hermite_t_allows))
     if laplace is not None and ridge is not None:
         stages.insert(0, Stage("gauss_hermite", _laplace_fn(ridge, level, laplace)))
     return tuple(stages)

@@ -6,10 +6,11 @@ import jax
 import numpy as np
 
 from kernels.nuts import NUTSSettings
-from kernels.quadrature import model_kind
+from kernels.quadrature import model_kind, paired_rule_is_exact
 from sweep.fits import (
     ACCELERATOR_QUADRATURE_CHUNK,
     CPU_QUADRATURE_CHUNK,
+    FULL_MODEL_RULES,
     MIN_BATCH,
     default_chunk_size,
     default_workers,
@@ -87,7 +88,7 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
 def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_the_group():
     """Quadrature's numbers there depend on the chunk's size, a NUTS lane's draws did not.
 
-    And there the quadrature takes two passes, not three (see _quadrature_stages).
+    And there the quadrature takes two passes, not four (see _quadrature_stages).
     """
     c = mixed_lanes(700, seed=6)
     quadrature = plan_chunks(c, "quadrature", backend="gpu")
@@ -95,9 +96,10 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
     # There the full model's lanes go from Gauss–Hermite straight to the nested rule.
     passes = {(chunk.rule, *(stage.rule for stage in chunk.fallbacks)) for chunk in quadrature}
     assert ("gauss_hermite", "nested") in passes
-    assert not any("hermite_t" in rules for rules in passes)
-    on_cpu = plan_chunks(c, "quadrature", backend="cpu")
-    assert any("hermite_t" in (ch.rule, *(st.rule for st in ch.fallbacks)) for ch in on_cpu)
+    for middle in ("hermite_alpha_t", "hermite_t"):
+        assert not any(middle in rules for rules in passes)
+        on_cpu = plan_chunks(c, "quadrature", backend="cpu")
+        assert any(middle in (ch.rule, *(st.rule for st in ch.fallbacks)) for ch in on_cpu)
     nuts = plan_chunks(c, "nuts", backend="gpu")
     for chunk in nuts:
         size = len(chunk.padded)
@@ -175,7 +177,10 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     for chunk in plan_chunks(c, "quadrature"):
         first[chunk.rule] = np.concatenate([first.get(chunk.rule, []), chunk.piece])
     assert np.isin(kinked, first["nested"]).all()
-    assert np.isin(np.setdiff1d(few, kinked), first["hermite_t"]).all()
+    # The others, whose s rule is not exact, to the Gauss–Hermite rule in (α, t).
+    others = np.setdiff1d(few, kinked)
+    assert not np.isin(others, np.flatnonzero(paired_rule_is_exact(c))).any()
+    assert np.isin(others, first["hermite_alpha_t"]).all()
     rules = np.full(96, "", dtype=object)
     times = []
     both = fit_lanes(c, keys, "quadrature", workers=2, rules=rules, chunk_times=times)
@@ -188,15 +193,15 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     taken = {rule: int(np.sum(rules == rule)) for rule in set(rules)}
     assert set(sent) == set(taken)
     assert all(sent[r] == taken[r] for r in ("beta", "known", "nested"))
-    assert all(sent[r] >= taken[r] for r in ("gauss_hermite", "hermite_t"))
+    assert all(sent[r] >= taken[r] for r in ("gauss_hermite", "hermite_alpha_t", "hermite_t"))
     # Every rule is exercised: some lanes are passed on by the fast rule and
     # taken by the next.
     full = model_kind(c.n_m, c.rho_eta_known) == 2
-    assert set(rules[full]) == {"gauss_hermite", "hermite_t", "nested"}
+    assert set(rules[full]) == set(FULL_MODEL_RULES)
     assert set(rules[~full]) == {"beta", "known"}
     passed_on = np.isin(np.arange(96), np.concatenate([ch.piece for ch in fast]))
     assert (passed_on & (rules == "hermite_t")).any()
-    nested = fit_lanes(c, keys, "quadrature", laplace=None, hermite_t=None)
+    nested = fit_lanes(c, keys, "quadrature", laplace=None, hermite_t=None, alpha_t=None)
     for name in ("post_mean", "post_sd"):
         np.testing.assert_allclose(getattr(both, name), getattr(nested, name), atol=1e-6)
     for name in ("ci_low", "ci_high"):
