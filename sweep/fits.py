@@ -374,7 +374,8 @@ def fit_lanes(
             whose s rule is not exact, with Gauss–Hermite in (α, t)
             (:func:`kernels.gauss_hermite.alpha_t_summary`), where its counts
             allow (on CPU only); None: not at all.
-        hermite_t: then the lanes not yet accepted with the nested rule with a Gauss–Hermite t axis
+        hermite_t: then the lanes not yet accepted with the nested rule with
+            a Gauss–Hermite t axis
             (:func:`kernels.quadrature.hermite_t_summary`), where its counts
             allow (on CPU only: see :func:`_quadrature_stages`); None: not
             at all. The rest get the nested ``rule``, each
