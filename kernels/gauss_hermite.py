@@ -301,6 +301,14 @@ def _hermite_quantiles(z: np.ndarray, log_w: np.ndarray, log_r: Array, tail: flo
     return quantile(False), quantile(True)
 
 
+def _trusted(fine: PosteriorSummary, coarse: PosteriorSummary, rule) -> Array:
+    """Whether fine and coarse agree within the tolerances of ``rule``
+    (:class:`LaplaceRule` or :class:`AlphaTRule`) and the interval lies in (0, 1).
+    """
+    agree = summaries_agree(fine, coarse, rule.tolerance, rule.interval_tolerance)
+    return agree & (fine.ci_low > 0.0) & (fine.ci_high < 1.0)
+
+
 def counts_allow(counts: Counts, min_count: float) -> Array:
     """Whether every binomial count has at least ``min_count`` successes and failures.
 
@@ -378,13 +386,7 @@ def laplace_summary(
     )
     fine = _marginal_summary(log_grid, mode, chol, nodes, level)
     coarse = _marginal_summary(log_grid, mode, chol, check, level)
-    accepted = (
-        counts_allow(counts, rule.min_count)
-        & summaries_agree(fine, coarse, rule.tolerance, rule.interval_tolerance)
-        & (fine.ci_low > 0.0)
-        & (fine.ci_high < 1.0)
-    )
-    return fine, accepted
+    return fine, counts_allow(counts, rule.min_count) & _trusted(fine, coarse, rule)
 
 
 class AlphaTRule(NamedTuple):
@@ -473,10 +475,4 @@ def alpha_t_summary(
 
     fine = _marginal_summary(log_grid, mode, chol, rule.nodes, level)
     coarse = _marginal_summary(log_grid, mode, chol, rule.check_nodes, level)
-    accepted = (
-        hermite_t_allows(counts)
-        & summaries_agree(fine, coarse, rule.tolerance, rule.interval_tolerance)
-        & (fine.ci_low > 0.0)
-        & (fine.ci_high < 1.0)
-    )
-    return fine, accepted
+    return fine, hermite_t_allows(counts) & _trusted(fine, coarse, rule)
