@@ -566,10 +566,9 @@ def _alpha_placement(counts: Counts, kind: str):
     """(centre, scale, breaks) that place the α rule.
 
     The human ratings' Beta(n₊ + 1, N_Φ − n₊ + 1) kernel times a Beta matched
-    to what the metric alone says of α: p̂ ≈ α·E ρ + (1 − α)(1 − E η) solved for
-    α, with the spread of p̂, ρ and η propagated; the product of two Beta
-    kernels is a Beta kernel, whose logit-scale mode and curvature place the
-    rule. Break points at α = p̂ and 1 − p̂, where π(α) can have kinks (see the
+    to what the metric alone says of α (:func:`_alpha_given_rate`, with the
+    rate and its spread from the metric's own Beta(m₊ + 1, N_M − m₊ + 1)).
+    Break points at α = p̂ and 1 − p̂, where π(α) can have kinks (see the
     module docstring).
     """
     a_a, b_a = counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
@@ -579,20 +578,38 @@ def _alpha_placement(counts: Counts, kind: str):
     m, n = counts.m_pos, counts.n_m
     mean_l, sd_l = _beta_moments(m + 1.0, n - m + 1.0)
     if kind == "known":
-        mean_r, mean_e, var_r, var_e = counts.rho, counts.eta, 0.0, 0.0
+        paired = (counts.rho, counts.eta, 0.0, 0.0)
     else:
-        a_r, b_r, a_e, b_e = _paired_betas(counts)
-        mean_r, sd_r = _beta_moments(a_r, b_r)
-        mean_e, sd_e = _beta_moments(a_e, b_e)
-        var_r, var_e = sd_r**2, sd_e**2
-    slope = mean_r + mean_e - 1.0
-    safe_slope = jnp.where(jnp.abs(slope) > 1e-12, slope, 1e-12)
-    alpha_m = jnp.clip((mean_l - 1.0 + mean_e) / safe_slope, 0.0, 1.0)
-    spread = alpha_m**2 * var_r + (1.0 - alpha_m) ** 2 * var_e
-    a_m, b_m = _beta_from_moments(alpha_m, jnp.sqrt(sd_l**2 + spread) / jnp.abs(safe_slope))
-    _, centre, scale = _logit_beta_kernel(a_a + a_m - 1.0, b_a + b_m - 1.0)
+        paired = _paired_moments(counts)
+    centre, scale = _alpha_given_rate(counts, mean_l, sd_l**2, *paired)
     breaks = (mean_l, 1.0 - mean_l) if kind == "full" else ()
     return centre, scale, breaks
+
+
+def _paired_moments(counts: Counts):
+    """Posterior means and variances (E ρ, E η, Var ρ, Var η) from the paired counts."""
+    a_r, b_r, a_e, b_e = _paired_betas(counts)
+    mean_r, sd_r = _beta_moments(a_r, b_r)
+    mean_e, sd_e = _beta_moments(a_e, b_e)
+    return mean_r, mean_e, sd_r**2, sd_e**2
+
+
+def _alpha_given_rate(counts: Counts, rate, rate_var, mean_r, mean_e, var_r, var_e):
+    """Logit-scale centre and (probability-scale) scale of α given a metric rate p.
+
+    p ≈ α·E ρ + (1 − α)(1 − E η) solved for α, with the spread of p
+    (``rate_var``), ρ and η propagated, matched to a Beta; times the human
+    ratings' Beta(n₊ + 1, N_Φ − n₊ + 1) kernel, a Beta kernel, whose
+    logit-scale mode and curvature are returned.
+    """
+    a_a, b_a = counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
+    slope = mean_r + mean_e - 1.0
+    safe_slope = jnp.where(jnp.abs(slope) > 1e-12, slope, 1e-12)
+    alpha_m = jnp.clip((rate - 1.0 + mean_e) / safe_slope, 0.0, 1.0)
+    spread = alpha_m**2 * var_r + (1.0 - alpha_m) ** 2 * var_e
+    a_m, b_m = _beta_from_moments(alpha_m, jnp.sqrt(rate_var + spread) / jnp.abs(safe_slope))
+    _, centre, scale = _logit_beta_kernel(a_a + a_m - 1.0, b_a + b_m - 1.0)
+    return centre, scale
 
 
 def _legendre_polynomials(y: Array, degree: int) -> list[Array]:
