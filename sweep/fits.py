@@ -51,6 +51,7 @@ from kernels.quadrature import (
 )
 from kernels.ridge import prefers_ridge
 from kernels.summaries import FitResults
+from kernels.t_outer import TOuterRule, t_outer_summary
 
 Method = Literal["nuts", "quadrature"]
 
@@ -121,14 +122,18 @@ CPU_HERMITE_T_GROUP = 16
 #: speed it had without the rule, at 4096 lanes 1.17 times (ad hoc, one run);
 #: in groups of 16, 1.02 and 1.13 times (kernels-cpu-20261125-181944.json).
 CPU_ALPHA_T_GROUP = 16
+#: The same for :func:`kernels.t_outer.t_outer_summary` (the lanes' fits do
+#: not depend on it).
+CPU_T_OUTER_GROUP = 16
 #: Names of the rules a quadrature lane's numbers can come from, in the order
 #: :func:`fit_lanes` tries them: the Beta itself (N_M = 0), the exact
 #: one-dimensional rule (ρ, η known), and for the full model the adaptive
 #: Gauss–Hermite rule, Gauss–Hermite in (α, t) with the s rule at each node
-#: (:func:`kernels.gauss_hermite.alpha_t_summary`), the nested rule with a
-#: Gauss–Hermite t axis (:func:`kernels.quadrature.hermite_t_summary`), and
-#: the nested rule.
-FULL_MODEL_RULES = ("gauss_hermite", "hermite_alpha_t", "hermite_t", "nested")
+#: (:func:`kernels.gauss_hermite.alpha_t_summary`) or, where s is exact,
+#: Gauss–Hermite in t outermost (:func:`kernels.t_outer.t_outer_summary`),
+#: the nested rule with a Gauss–Hermite t axis
+#: (:func:`kernels.quadrature.hermite_t_summary`), and the nested rule.
+FULL_MODEL_RULES = ("gauss_hermite", "hermite_alpha_t", "t_outer", "hermite_t", "nested")
 QUADRATURE_RULES = ("beta", "known", *FULL_MODEL_RULES)
 
 
@@ -262,6 +267,11 @@ def _alpha_t_fn(level: float, rule: QuadratureRule, alpha_t: AlphaTRule):
 
 
 @cache
+def _t_outer_fn(level: float, t_outer: TOuterRule):
+    return _jit_lanes(jax.vmap(lambda c: t_outer_summary(c, level, t_outer)), CPU_T_OUTER_GROUP)
+
+
+@cache
 def _hermite_t_fn(
     level: float, rule: QuadratureRule, check: HermiteTRule, group: int | None, exact_paired: bool
 ):
@@ -347,6 +357,7 @@ def fit_lanes(
     laplace: LaplaceRule | None = LaplaceRule(),
     hermite_t: HermiteTRule | None = HermiteTRule(),
     alpha_t: AlphaTRule | None = AlphaTRule(),
+    t_outer: TOuterRule | None = TOuterRule(),
     rules: np.ndarray | None = None,
     chunk_times: list | None = None,
 ) -> FitResults:
@@ -374,6 +385,9 @@ def fit_lanes(
             whose s rule is not exact, with Gauss–Hermite in (α, t)
             (:func:`kernels.gauss_hermite.alpha_t_summary`), where its counts
             allow (on CPU only); None: not at all.
+        t_outer: then, for the lanes whose s rule is exact, Gauss–Hermite
+            in t outermost (:func:`kernels.t_outer.t_outer_summary`; on CPU
+            only); None: not at all.
         hermite_t: then the lanes not yet accepted with the nested rule with
             a Gauss–Hermite t axis
             (:func:`kernels.quadrature.hermite_t_summary`), where its counts
@@ -404,6 +418,7 @@ def fit_lanes(
         laplace,
         hermite_t,
         alpha_t=alpha_t,
+        t_outer=t_outer,
     )
     pool = ThreadPoolExecutor(max(1, int(workers or default_workers())))
     try:
@@ -533,6 +548,7 @@ def plan_chunks(
     hermite_t: HermiteTRule | None = HermiteTRule(),
     backend: str | None = None,
     alpha_t: AlphaTRule | None = AlphaTRule(),
+    t_outer: TOuterRule | None = TOuterRule(),
 ) -> list[Chunk]:
     """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there).
 
@@ -547,7 +563,7 @@ def plan_chunks(
             size = chunk_size or default_chunk_size("quadrature", backend=backend)
             size = size or ACCELERATOR_QUADRATURE_CHUNK
             stages = _quadrature_stages(
-                kind, ridge, exact_paired, level, rule, laplace, hermite_t, alpha_t, on_cpu
+                kind, ridge, exact_paired, level, rule, laplace, hermite_t, alpha_t, t_outer, on_cpu
             )
             # Lanes start at the first rule their counts allow.
             routes = list(_route(stages, index, counts))
@@ -575,6 +591,7 @@ def _quadrature_stages(
     laplace: LaplaceRule | None,
     hermite_t: HermiteTRule | None,
     alpha_t: AlphaTRule | None,
+    t_outer: TOuterRule | None,
     on_cpu: bool,
 ) -> tuple[Stage, ...]:
     """The rules a group's lanes are tried with, in order (:func:`_lane_groups`' fields)."""
@@ -596,6 +613,11 @@ def _quadrature_stages(
     if alpha_t is not None and on_cpu and not exact_paired:
         fn = _alpha_t_fn(level, rule, alpha_t)
         stages.insert(0, Stage("hermite_alpha_t", fn, hermite_t_allows))
+    # With s exact (N_ρη ≤ 15), t outermost: no kink in t to rule lanes out,
+    # and each t node's α panels break at the kinks exactly. Not yet measured
+    # on an accelerator, so CPU only.
+    if t_outer is not None and on_cpu and exact_paired:
+        stages.insert(0, Stage("t_outer", _t_outer_fn(level, t_outer)))
     if laplace is not None and ridge is not None:
         stages.insert(0, Stage("gauss_hermite", _laplace_fn(ridge, level, laplace)))
     return tuple(stages)

@@ -44,6 +44,21 @@ def mixed_lanes(b: int, seed: int):
     )
 
 
+def with_few_paired(c, skip=()):
+    """``c`` with every ninth full-model lane not in ``skip`` given a separate set of 9
+    paired ratings (3 of 4 and 4 of 5 agree), so that its s rule is exact; and their indices."""
+    full = model_kind(c.n_m, c.rho_eta_known) == 2
+    pick = np.flatnonzero(full & ~np.isin(np.arange(len(c.n_m)), skip))[3::9]
+    small = np.isin(np.arange(len(c.n_m)), pick)
+    c = c._replace(
+        n_tp=np.where(small, 3.0, c.n_tp),
+        n_pos_paired=np.where(small, 4.0, c.n_pos_paired),
+        n_tn=np.where(small, 4.0, c.n_tn),
+        n_neg_paired=np.where(small, 5.0, c.n_neg_paired),
+    )
+    return c, pick
+
+
 def test_every_lane_is_fitted_once_in_power_of_two_calls():
     c = mixed_lanes(150, seed=4)
     for method in ("nuts", "quadrature"):
@@ -88,16 +103,16 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
 def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_the_group():
     """Quadrature's numbers there depend on the chunk's size, a NUTS lane's draws did not.
 
-    And there the quadrature takes two passes, not four (see _quadrature_stages).
+    And there the quadrature takes two passes, not five (see _quadrature_stages).
     """
-    c = mixed_lanes(700, seed=6)
+    c, _ = with_few_paired(mixed_lanes(700, seed=6))
     quadrature = plan_chunks(c, "quadrature", backend="gpu")
     assert {len(chunk.padded) for chunk in quadrature} == {ACCELERATOR_QUADRATURE_CHUNK}
     # There the full model's lanes go from Gauss–Hermite straight to the nested rule.
     passes = {(chunk.rule, *(stage.rule for stage in chunk.fallbacks)) for chunk in quadrature}
     assert ("gauss_hermite", "nested") in passes
     on_cpu = plan_chunks(c, "quadrature", backend="cpu")
-    for middle in ("hermite_alpha_t", "hermite_t"):
+    for middle in ("hermite_alpha_t", "t_outer", "hermite_t"):
         assert not any(middle in rules for rules in passes)
         assert any(middle in (ch.rule, *(st.rule for st in ch.fallbacks)) for ch in on_cpu)
     nuts = plan_chunks(c, "nuts", backend="gpu")
@@ -167,6 +182,8 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     # kink that rules out the Gauss–Hermite t axis as well.
     kinked = few[:2]
     c = c._replace(n_tn=np.where(np.isin(np.arange(96), kinked), c.n_neg_paired, c.n_tn))
+    # And a few with a separate set of 9 paired ratings, so that s is exact.
+    c, small = with_few_paired(c, skip=few)
     keys = lane_keys(0, np.zeros((96, 2), np.uint32), np.arange(96))
     fast = [chunk for chunk in plan_chunks(c, "quadrature") if chunk.rule == "gauss_hermite"]
     assert fast and all(c.n_m[chunk.piece].all() for chunk in fast)
@@ -181,6 +198,8 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     others = np.setdiff1d(few, kinked)
     assert not np.isin(others, np.flatnonzero(paired_rule_is_exact(c))).any()
     assert np.isin(others, first["hermite_alpha_t"]).all()
+    # Those with s exact to the rule with t outermost.
+    assert len(small) >= 3 and np.isin(small, first["t_outer"]).all()
     rules = np.full(96, "", dtype=object)
     times = []
     both = fit_lanes(c, keys, "quadrature", workers=2, rules=rules, chunk_times=times)
@@ -193,7 +212,7 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     taken = {rule: int(np.sum(rules == rule)) for rule in set(rules)}
     assert set(sent) == set(taken)
     assert all(sent[r] == taken[r] for r in ("beta", "known", "nested"))
-    assert all(sent[r] >= taken[r] for r in ("gauss_hermite", "hermite_alpha_t", "hermite_t"))
+    assert all(sent[r] >= taken[r] for r in FULL_MODEL_RULES[:-1])
     # Every rule is exercised: some lanes are passed on by the fast rule and
     # taken by the next.
     full = model_kind(c.n_m, c.rho_eta_known) == 2
@@ -201,7 +220,9 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     assert set(rules[~full]) == {"beta", "known"}
     passed_on = np.isin(np.arange(96), np.concatenate([ch.piece for ch in fast]))
     assert (passed_on & (rules == "hermite_t")).any()
-    nested = fit_lanes(c, keys, "quadrature", laplace=None, hermite_t=None, alpha_t=None)
+    nested = fit_lanes(
+        c, keys, "quadrature", laplace=None, hermite_t=None, alpha_t=None, t_outer=None
+    )
     for name in ("post_mean", "post_sd"):
         np.testing.assert_allclose(getattr(both, name), getattr(nested, name), atol=1e-6)
     for name in ("ci_low", "ci_high"):
