@@ -30,9 +30,10 @@ Measures, on whatever device JAX has:
 
 Quadrature is timed as the driver runs it (the adaptive Gauss–Hermite rule;
 on the lanes it rejects, Gauss–Hermite in (α, t) where the s rule is not
-exact; the nested rule with a Gauss–Hermite t axis; the nested rule on the
-rest), without the (α, t) rule (0.12.0's three passes), without either
-middle rule (0.8.0's two passes), and with the nested rule alone, with the
+exact and in t outermost where it is; the nested rule with a Gauss–Hermite
+t axis; the nested rule on the rest), without the rule with t outermost
+(0.13.0's passes), without the (α, t) rule, without any of the three middle
+rules (0.8.0's two passes), and with the nested rule alone, with the
 share of full-model lanes each rule takes and the largest differences to
 the nested rule alone; and once more
 with one worker, each compiled call timed alone, for each rule's cost a lane
@@ -72,6 +73,7 @@ from kernels.logdensity import logdensity  # noqa: E402
 from kernels.nuts import NUTSSettings  # noqa: E402
 from kernels.quadrature import HermiteTRule, model_kind  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
+from kernels.t_outer import TOuterRule  # noqa: E402
 from sweep.fits import (  # noqa: E402
     FULL_MODEL_RULES,
     _nuts_fn,
@@ -134,6 +136,7 @@ def timed_fits(
     laplace=LaplaceRule(),
     hermite_t=HermiteTRule(),
     alpha_t=AlphaTRule(),
+    t_outer=TOuterRule(),
     rules=None,
 ):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
@@ -141,14 +144,20 @@ def timed_fits(
     Each chunk's program (and those of the rules its rejected lanes fall back
     to) is compiled ahead (into the persistent compilation cache that
     :func:`main` sets up), so the time is the fits', not XLA's. ``chunk``,
-    ``workers``, ``laplace``, ``hermite_t`` and ``alpha_t`` as in ``fit_lanes``
+    ``workers``, ``laplace``, ``hermite_t``, ``alpha_t`` and ``t_outer`` as in ``fit_lanes``
     (None: its defaults, or for the rules: not at all). ``rules`` as there.
     With :data:`WARM_UP` set (``--warm-up``), the fits also run once untimed
     first: on an accelerator the first run of a program also loads it onto
     the device (seen on an H100: 10^3 quadrature lanes at 9.8k/s on a
     program's first run, 24.6k/s on a later one).
     """
-    plan = {"chunk_size": chunk, "laplace": laplace, "hermite_t": hermite_t, "alpha_t": alpha_t}
+    plan = {
+        "chunk_size": chunk,
+        "laplace": laplace,
+        "hermite_t": hermite_t,
+        "alpha_t": alpha_t,
+        "t_outer": t_outer,
+    }
     for c in plan_chunks(counts, method, nuts=settings, **plan):
         lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
         if not c.exact:
@@ -174,20 +183,22 @@ def quadrature_throughput(counts, keys) -> dict:
     driver, driver_s = timed_fits(counts, keys, "quadrature", None, rules=rules)
     chunk_times = []
     fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times)
+    _, no_t_outer_s = timed_fits(counts, keys, "quadrature", None, t_outer=None)
     _, three_rules_s = timed_fits(counts, keys, "quadrature", None, alpha_t=None)
-    _, two_rules_s = timed_fits(counts, keys, "quadrature", None, hermite_t=None, alpha_t=None)
-    nested, nested_s = timed_fits(
-        counts, keys, "quadrature", None, laplace=None, hermite_t=None, alpha_t=None
-    )
+    no_middle = {"hermite_t": None, "alpha_t": None, "t_outer": None}
+    _, two_rules_s = timed_fits(counts, keys, "quadrature", None, **no_middle)
+    nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None, **no_middle)
     gap = {
         name: float(np.max(np.abs(getattr(driver, name) - getattr(nested, name))))
         for name in ("post_mean", "post_sd", "ci_low", "ci_high")
     }
     return {
         "quadrature_per_s": n / driver_s,
+        "quadrature_without_t_outer_per_s": n / no_t_outer_s,
         "quadrature_without_alpha_t_per_s": n / three_rules_s,
         "quadrature_without_hermite_t_per_s": n / two_rules_s,
         "quadrature_nested_only_per_s": n / nested_s,
+        "quadrature_over_without_t_outer": no_t_outer_s / driver_s,
         "quadrature_over_without_alpha_t": three_rules_s / driver_s,
         "quadrature_over_without_hermite_t": two_rules_s / driver_s,
         "quadrature_over_nested_only": nested_s / driver_s,
