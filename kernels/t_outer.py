@@ -17,11 +17,15 @@ of p = αρ + (1 − α)(1 − η) under the three Beta posteriors: a kink along
 in logit t needs few nodes. s is innermost and exact: the rule is for lanes
 whose s rule is (:func:`kernels.quadrature.paired_rule_is_exact`, N_ρη ≤ 15).
 
+The α panels are in α itself, under the nested rule's sinh map (placed by
+the human ratings' Beta and what t says of α), not in logit α: with a few
+human ratings the Beta factor is a polynomial in α, whose logit-scale
+tails fall only at the rate n₊ + 1 (see :class:`TOuterRule`).
+
 The α-marginal's moments are sums over the nodes. For the interval, within
-each α panel at each t node the log density is the Legendre series through
-its nodes (as in :mod:`kernels.quadrature`), and the CDF, a weighted sum
-over the t nodes of the panel CDFs, is inverted by Newton's method in
-logit α.
+each α panel at each t node the density is the Legendre series through its
+nodes, and the CDF, a weighted sum over the t nodes of the panel CDFs, is
+inverted by Newton's method.
 
 Like the Gauss–Hermite rules it checks itself: a finer and a coarser rule
 (:class:`TOuterRule`), trusted where the two agree. Where the quantile sits
@@ -47,7 +51,6 @@ from kernels.quadrature import (
     _alpha_given_rate,
     _beta_from_moments,
     _beta_moments,
-    _exp_series_integral,
     _gauss_legendre,
     _legendre_antiderivative,
     _legendre_polynomials,
@@ -83,16 +86,18 @@ class TOuterRule(NamedTuple):
 
     Measured ad hoc (2026-11-25) on the 608 lanes of the benchmark's 4096
     whose s rule is exact (N_Φ = N_ρη = 10), against the nested rule with
-    twice its α and t nodes: with 16 α nodes a panel the moments were up to
-    4.5e-6 off, with 24 within 5e-9; 16 t nodes changed nothing. 24 against
-    20 α nodes accepted 94 % of them (all 102 with a kink), 24 against 16
-    44 %. A window of 12 SDs left 3e-7 out; of 30, nothing.
+    more nodes: 18 against 16 α nodes accepted 599 (79 of the 82 with a
+    kink), within 9.1e-9 in the moments and 9.1e-7 at an interval end, at
+    0.19 ms a lane; 16 against 14, 509; 16 against 12, 327. In logit α
+    (the nested rule's coordinate) 16 nodes a panel left the moments up to
+    4.5e-6 off, and 24 against 20 accepted 572 at 0.26 ms a lane, with
+    interval ends up to 2.9e-6 off. 16 t nodes changed nothing.
     """
 
     t_nodes: int = 8
-    alpha_nodes: int = 24
+    alpha_nodes: int = 18
     check_t_nodes: int = 6
-    check_alpha_nodes: int = 20
+    check_alpha_nodes: int = 16
     width: float = 30.0
     quantile_steps: int = 12
     tolerance: float = 1e-7
@@ -139,7 +144,7 @@ def _grid(counts: Counts, t_nodes: int, alpha_nodes: int, width: float):
 
     def at_t(t):
         centre, scale = _alpha_given_rate(counts, t, 0.0, *paired)
-        panels = _sinh_panels(0.0, 1.0, centre, scale, (t, 1.0 - t), alpha_nodes, width, True)
+        panels = _sinh_panels(0.0, 1.0, centre, scale, (t, 1.0 - t), alpha_nodes, width)
         alpha = panels.x.reshape(-1)
         log_s = jax.vmap(lambda a: log_segment_integral(a, t, counts, exact_s, True))(alpha)
         log_prior = _log_beta_kernel(panels.x, 1.0 - panels.x, a_a, b_a)
@@ -151,85 +156,86 @@ def _grid(counts: Counts, t_nodes: int, alpha_nodes: int, width: float):
 
 def _summary(
     counts: Counts, t_nodes: int, alpha_nodes: int, level: float, rule: TOuterRule
-) -> PosteriorSummary:
+) -> tuple[PosteriorSummary, Array]:
+    """The summary with ``t_nodes`` × 3 panels of ``alpha_nodes``, and whether
+    both interval ends converged (:func:`_quantile`)."""
     panels, log_values = _grid(counts, t_nodes, alpha_nodes, rule.width)
     log_total = _lse(log_values)
     weights = jnp.exp(log_values - log_total)
     mean = jnp.sum(weights * panels.x)
     sd = jnp.sqrt(jnp.sum(weights * (panels.x - mean) ** 2))
     _, w, _ = _gauss_legendre(alpha_nodes)
-    # log of density·dα/dy in each panel, normalised: the weights divided by w_i.
-    log_density = log_values - log_total - jnp.log(w)
+    density = weights / w  # density·dα/dy at the nodes, normalised
     tail = 0.5 * (1.0 - level)
-    ends = [
-        _quantile(panels, log_density, weights, q, mean, sd, rule.quantile_steps)
+    (low, low_ok), (high, high_ok) = (
+        _quantile(panels, density, weights, q, mean, sd, rule.quantile_steps)
         for q in (tail, 1.0 - tail)
-    ]
-    return PosteriorSummary(mean, sd, *ends)
+    )
+    return PosteriorSummary(mean, sd, low, high), low_ok & high_ok
 
 
-def _quantile(panels, log_density: Array, weights: Array, q: float, mean, sd, steps: int):
+#: Largest |F(α) − q| at an interval end that the rule trusts: at a density
+#: above 1e-3 that is an end within 1e-7.
+_QUANTILE_RESIDUAL = 1e-10
+
+
+def _quantile(panels, density: Array, weights: Array, q: float, mean, sd, steps: int):
     """The q-quantile of α from the ``(T, P, n)`` panels of every t node.
 
-    The CDF at α is the mass of the panels below it plus, in the panel that
-    holds it at each t node, the integral of the exponential of the Legendre
-    series of the log density through that panel's nodes (the density's own
-    series where a node value is not finite), as
-    :func:`kernels.quadrature._quantile` does for one set of panels. Newton's
-    method in u = logit α, safeguarded by bisection, from the normal
-    approximation's quantile.
+    ``density``: π(α)·dα/dy at the nodes, normalised. The CDF at α is the
+    mass of the panels below it plus, in the panel that holds it at each t
+    node, the integral of the Legendre series of the density through that
+    panel's nodes. In α (not logit α) the density is itself close to a
+    polynomial in each panel (a Beta kernel of a few human ratings times the
+    smooth s-integral); the series of the log density, which the nested rule
+    inverts, put interval ends up to 6e-5 off here (measured ad hoc).
+    Newton's method, safeguarded by bisection in [0, 1], from the normal
+    approximation's quantile; with it, whether the CDF there is within
+    :data:`_QUANTILE_RESIDUAL` of q. Where Newton fails (seen: a start clipped
+    to 1, where the density is zero) the steps bisect, and two rules with
+    different nodes bisect alike: 2.4e-4 off, and agreeing.
     """
-    n = log_density.shape[-1]
+    n = density.shape[-1]
     _, w, table = _gauss_legendre(n)
-    scale = (2.0 * np.arange(n) + 1.0) / 2.0
-    smooth = jnp.all(jnp.isfinite(log_density), axis=-1)  # (T, P)
-    finite_log = jnp.where(jnp.isfinite(log_density), log_density, 0.0)
-    log_coeffs = scale * jnp.einsum("kn,tpn->tpk", table[:n] * w, finite_log)
-    coeffs = scale * jnp.einsum("kn,tpn->tpk", table[:n] * w, jnp.exp(log_density))
+    coeffs = (2.0 * np.arange(n) + 1.0) / 2.0 * jnp.einsum("kn,tpn->tpk", table[:n] * w, density)
     mass = jnp.sum(weights, axis=-1)
     below = jnp.cumsum(mass, axis=1) - mass  # mass of the panels before each, per t node
     span = panels.right - panels.left
-    u_right = panels.centre + panels.scale * jnp.sinh(panels.right)
+    right_end = panels.centre + panels.scale * jnp.sinh(panels.right)
     rows = jnp.arange(mass.shape[0])
 
-    def within(c_log, c, smooth, y):
+    def within(c, y):
         """Mass of one panel below y ∈ [−1, 1], and its density per unit y there."""
-        legendre = _legendre_polynomials(y, n - 1)
-        log_value = sum(a * p for a, p in zip(c_log, legendre, strict=True))
-        value = sum(a * p for a, p in zip(c, legendre, strict=True))
-        cdf = jnp.where(smooth, _exp_series_integral(c_log, y), _legendre_antiderivative(c, y))
-        return cdf, jnp.where(smooth, jnp.exp(log_value), value)
+        value = sum(a * p for a, p in zip(c, _legendre_polynomials(y, n - 1), strict=True))
+        return _legendre_antiderivative(c, y), value
 
-    def cdf(u):
-        """F(sigmoid(u)) and dF/du."""
-        # The panel holding u at each t node (the last one past every panel).
-        k = jnp.minimum(jnp.sum(u_right <= u, axis=1), mass.shape[1] - 1)
+    def cdf(alpha):
+        """F(α) and its derivative."""
+        # The panel holding α at each t node (the last one past every panel).
+        k = jnp.minimum(jnp.sum(right_end <= alpha, axis=1), mass.shape[1] - 1)
         c, h = panels.centre[rows, k], panels.scale[rows, k]
-        left, right = panels.left[rows, k], panels.right[rows, k]
         width = jnp.where(span[rows, k] > 0, span[rows, k], 1.0)
-        y = (2.0 * jnp.arcsinh((u - c) / h) - left - right) / width
+        y = (
+            2.0 * jnp.arcsinh((alpha - c) / h) - panels.left[rows, k] - panels.right[rows, k]
+        ) / width
         inside = (y > -1.0) & (y < 1.0) & (span[rows, k] > 0)
-        part, density = jax.vmap(within)(
-            log_coeffs[rows, k], coeffs[rows, k], smooth[rows, k], jnp.clip(y, -1.0, 1.0)
-        )
+        part, value = jax.vmap(within)(coeffs[rows, k], jnp.clip(y, -1.0, 1.0))
         part = jnp.where(y >= 1.0, mass[rows, k], jnp.where(inside, part, 0.0))
-        dy_du = 2.0 / (width * jnp.sqrt((u - c) ** 2 + h**2))
-        return jnp.sum(below[rows, k] + part), jnp.sum(jnp.where(inside, density * dy_du, 0.0))
+        dy = 2.0 / (width * jnp.sqrt((alpha - c) ** 2 + h**2))
+        return jnp.sum(below[rows, k] + part), jnp.sum(jnp.where(inside, value * dy, 0.0))
 
     def step(_, state):
-        lo, hi, u = state
-        f, slope = cdf(u)
+        lo, hi, alpha = state
+        f, slope = cdf(alpha)
         f = f - q
-        lo, hi = jnp.where(f < 0, u, lo), jnp.where(f < 0, hi, u)
-        newton = u - f / jnp.where(slope > 0, slope, 1.0)
+        lo, hi = jnp.where(f < 0, alpha, lo), jnp.where(f < 0, hi, alpha)
+        newton = alpha - f / jnp.where(slope > 0, slope, 1.0)
         inside = (slope > 0) & (newton >= lo) & (newton <= hi)
         return lo, hi, jnp.where(inside, newton, 0.5 * (lo + hi))
 
     start = jnp.clip(mean + sd * jax.scipy.special.ndtri(q), 1e-12, 1.0 - 1e-12)
-    edge = 36.0  # kernels.quadrature's logit windows end here too
-    bracket = (jnp.array(-edge), jnp.array(edge), jnp.log(start) - jnp.log1p(-start))
-    _, _, u = jax.lax.fori_loop(0, steps, step, bracket)
-    return jax.nn.sigmoid(u)
+    _, _, alpha = jax.lax.fori_loop(0, steps, step, (jnp.array(0.0), jnp.array(1.0), start))
+    return alpha, jnp.abs(cdf(alpha)[0] - q) <= _QUANTILE_RESIDUAL
 
 
 def t_outer_summary(
@@ -249,7 +255,7 @@ def t_outer_summary(
         within the rule's tolerances with the interval inside (0, 1) (False
         also where anything is not finite).
     """
-    fine = _summary(counts, rule.t_nodes, rule.alpha_nodes, level, rule)
-    coarse = _summary(counts, rule.check_t_nodes, rule.check_alpha_nodes, level, rule)
+    fine, converged = _summary(counts, rule.t_nodes, rule.alpha_nodes, level, rule)
+    coarse, _ = _summary(counts, rule.check_t_nodes, rule.check_alpha_nodes, level, rule)
     agree = summaries_agree(fine, coarse, rule.tolerance, rule.interval_tolerance)
-    return fine, agree & (fine.ci_low > 0.0) & (fine.ci_high < 1.0)
+    return fine, agree & converged & (fine.ci_low > 0.0) & (fine.ci_high < 1.0)
