@@ -106,10 +106,15 @@ ACCELERATOR_QUADRATURE_CHUNK = 1024
 #: for bit alike in chunks of 8, 32 and 128 lanes (96 lanes, ad hoc).
 CPU_NESTED_GROUP = 4
 #: The same for lanes whose s rule is exact (``exact_paired``: 8 nodes where
-#: others evaluate ~40 per t node): 413 posteriors/s in groups of 16 against
-#: 325 in groups of 4, numbers bit for bit alike (128 benchmark lanes, best of
-#: three; ad hoc).
-CPU_EXACT_PAIRED_GROUP = 16
+#: others evaluate ~40 per t node). When the nested rule took them all, 413
+#: posteriors/s in groups of 16 against 325 in groups of 4 (128 benchmark
+#: lanes, best of three; ad hoc). Since the t-outer rule takes almost all of
+#: them first, the nested rule gets a few lanes at a time (13 of the
+#: benchmark's 4096), and a group of 16 computes 16: the driver took
+#: 0.463–0.494 s on 4096 lanes with groups of 4 against 0.483–0.571 with 16,
+#: 0.142–0.170 against 0.155–0.277 on 1024 (four runs each, interleaved, the
+#: numbers bit for bit alike; ad hoc).
+CPU_EXACT_PAIRED_GROUP = 4
 #: The same for :func:`kernels.quadrature.hermite_t_summary` (two nested
 #: rules with 8 and 6 t-nodes where the nested rule has up to 72): on 64 of
 #: the benchmark's lanes with 100 paired ratings, 3.1 ms a lane in groups of
