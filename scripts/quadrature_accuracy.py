@@ -10,9 +10,9 @@ Two references, on full-model lanes of ``random_counts(n, seed)``
 
 Measured against both: the nested rule alone (``posterior_summary``), and
 what a sweep computes (``sweep.fits.fit_lanes``: the Gauss–Hermite rule on
-the lanes it accepts, Gauss–Hermite in (α, t) and then the nested rule with a
-Gauss–Hermite t axis where they accept, the nested rule on the rest; s exact
-for few paired ratings), with
+the lanes it accepts, Gauss–Hermite in (α, t) or, for few paired ratings,
+in t outermost, and then the nested rule with a Gauss–Hermite t axis where
+they accept, the nested rule on the rest; s exact for few paired ratings), with
 the share of lanes each rule took.
 
 Prints and writes as JSON under benchmarks/results/ the worst and median
