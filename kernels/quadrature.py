@@ -81,6 +81,7 @@ __all__ = [
     "HermiteTRule",
     "hermite_t_allows",
     "hermite_t_summary",
+    "logit_hermite_rule",
     "normal_rule",
     "summaries_agree",
 ]
@@ -504,6 +505,21 @@ def log_segment_integral(
     return jnp.where(empty, -jnp.inf, _lse(p.log_w + log_f(p.x)))
 
 
+def logit_hermite_rule(centre, scale, n: int) -> tuple[Array, Array]:
+    """An n-node Gauss–Hermite rule for ∫ g(x) dx over x in (0, 1), in u = logit x.
+
+    Centred at ``centre`` with scale ``scale`` (both in u): nodes x ``(n,)``
+    and the logs of their weights, the logit Jacobian included, so that
+    Σ w·g(x) ≈ ∫ g(x) dx for g that is close to a Gaussian in u there.
+    """
+    # ∫ g(u) du = h·E[g(c + h·z) / φ(z)] for z standard normal.
+    z, log_w = normal_rule(n)
+    u = centre + scale * z
+    log_w = log_w + 0.5 * z * z + 0.5 * np.log(2.0 * np.pi) + jnp.log(scale)
+    log_w = log_w + jax.nn.log_sigmoid(u) + jax.nn.log_sigmoid(-u)
+    return jax.nn.sigmoid(u), log_w
+
+
 def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=False) -> Array:
     """log Λ(α) for unknown ρ, η: a t rule (up to 6 panels) over :func:`log_segment_integral`."""
     a_r, b_r, a_e, b_e = _paired_betas(counts)
@@ -520,12 +536,7 @@ def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=F
     log_f, mode, scale = _logit_beta_kernel(m + a_q, n - m + b_q)
     lo, hi, centre, scale, breaks = _to_logit(0.0, 1.0, mode, scale, (alpha, beta))
     if rule.t_hermite:
-        # ∫ g(u) du = h·E[g(c + h·z) / φ(z)] for z standard normal.
-        z, log_w = normal_rule(rule.t_hermite)
-        u = centre + scale * z
-        t = jax.nn.sigmoid(u)
-        log_w = log_w + 0.5 * z * z + 0.5 * np.log(2.0 * np.pi) + jnp.log(scale)
-        log_w = log_w + jax.nn.log_sigmoid(u) + jax.nn.log_sigmoid(-u)
+        t, log_w = logit_hermite_rule(centre, scale, rule.t_hermite)
     else:
         p = _probed_panels(
             log_f, lo, hi, centre, scale, breaks, rule.t_nodes, rule.drop, True, _SHOULDER

@@ -61,7 +61,7 @@ from kernels.quadrature import (
     _sinh_panels,
     _to_logit,
     log_segment_integral,
-    normal_rule,
+    logit_hermite_rule,
     summaries_agree,
 )
 
@@ -124,12 +124,7 @@ def _t_rule(counts: Counts, n: int) -> tuple[Array, Array]:
     m, n_m = counts.m_pos, counts.n_m
     _, mode, scale = _logit_beta_kernel(m + a_p, n_m - m + b_p)
     _, _, centre, scale, _ = _to_logit(0.0, 1.0, mode, scale, ())
-    # ∫ g(u) du = h·E[g(c + h·z) / φ(z)] for z standard normal.
-    z, log_w = normal_rule(n)
-    u = centre + scale * z
-    t = jax.nn.sigmoid(u)
-    log_w = log_w + 0.5 * z * z + 0.5 * np.log(2.0 * np.pi) + jnp.log(scale)
-    log_w = log_w + jax.nn.log_sigmoid(u) + jax.nn.log_sigmoid(-u)
+    t, log_w = logit_hermite_rule(centre, scale, n)
     return t, log_w + xlogy(m, t) + xlog1py(n_m - m, -t)
 
 
