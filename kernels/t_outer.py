@@ -135,7 +135,7 @@ def _grid(counts: Counts, t_nodes: int, alpha_nodes: int, width: float):
     t, log_wt = _t_rule(counts, t_nodes)
     paired = _paired_moments(counts)
     a_a, b_a = counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
-    exact_s = QuadratureRule()  # only its s_nodes and drop matter, and not with exact_paired
+    exact_s = QuadratureRule()  # unused by the exact s rule, which has its own nodes
 
     def at_t(t):
         centre, scale = _alpha_given_rate(counts, t, 0.0, *paired)
@@ -159,12 +159,9 @@ def _summary(
     weights = jnp.exp(log_values - log_total)
     mean = jnp.sum(weights * panels.x)
     sd = jnp.sqrt(jnp.sum(weights * (panels.x - mean) ** 2))
-    _, w, _ = _gauss_legendre(alpha_nodes)
-    density = weights / w  # density·dα/dy at the nodes, normalised
     tail = 0.5 * (1.0 - level)
     (low, low_ok), (high, high_ok) = (
-        _quantile(panels, density, weights, q, mean, sd, rule.quantile_steps)
-        for q in (tail, 1.0 - tail)
+        _quantile(panels, weights, q, mean, sd, rule.quantile_steps) for q in (tail, 1.0 - tail)
     )
     return PosteriorSummary(mean, sd, low, high), low_ok & high_ok
 
@@ -174,10 +171,10 @@ def _summary(
 _QUANTILE_RESIDUAL = 1e-10
 
 
-def _quantile(panels, density: Array, weights: Array, q: float, mean, sd, steps: int):
+def _quantile(panels, weights: Array, q: float, mean, sd, steps: int):
     """The q-quantile of α from the ``(T, P, n)`` panels of every t node.
 
-    ``density``: π(α)·dα/dy at the nodes, normalised. The CDF at α is the
+    ``weights``: the nodes' normalised posterior weights. The CDF at α is the
     mass of the panels below it plus, in the panel that holds it at each t
     node, the integral of the Legendre series of the density through that
     panel's nodes. In α (not logit α) the density is itself close to a
@@ -190,8 +187,9 @@ def _quantile(panels, density: Array, weights: Array, q: float, mean, sd, steps:
     to 1, where the density is zero) the steps bisect, and two rules with
     different nodes bisect alike: 2.4e-4 off, and agreeing.
     """
-    n = density.shape[-1]
+    n = weights.shape[-1]
     _, w, table = _gauss_legendre(n)
+    density = weights / w  # π(α)·dα/dy at the nodes
     coeffs = (2.0 * np.arange(n) + 1.0) / 2.0 * jnp.einsum("kn,tpn->tpk", table[:n] * w, density)
     mass = jnp.sum(weights, axis=-1)
     below = jnp.cumsum(mass, axis=1) - mass  # mass of the panels before each, per t node

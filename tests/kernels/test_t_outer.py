@@ -45,6 +45,26 @@ def _legacy_lanes(b: int, seed: int):
     return jax.tree.map(np.asarray, jax.vmap(draw_counts)(keys, d))
 
 
+def _fit(c, rule: TOuterRule = TOuterRule()) -> tuple[np.ndarray, np.ndarray]:
+    """``(B, 4)`` summaries (mean, SD, interval ends) and ``(B,)`` trust flags, in one batch."""
+    s, ok = jax.jit(jax.vmap(lambda x: t_outer_summary(x, rule=rule)))(c)
+    return np.stack([np.asarray(v) for v in s], axis=1), np.asarray(ok)
+
+
+def _ten_ratings(m_pos, n_m):
+    """Lanes with 3 of 10 human ratings positive and 7 of the 10 paired ones agreeing."""
+    return counts(
+        n_pos=3.0,
+        n_phi=10.0,
+        n_tp=2.0,
+        n_pos_paired=3.0,
+        n_tn=5.0,
+        n_neg_paired=7.0,
+        m_pos=m_pos,
+        n_m=n_m,
+    )
+
+
 @pytest.fixture(scope="module")
 def t_outer_lanes() -> TOuterLanes:
     legacy = _legacy_lanes(64, seed=15)
@@ -59,10 +79,9 @@ def t_outer_lanes() -> TOuterLanes:
     c = jax.tree.map(lambda *x: np.concatenate([np.asarray(v) for v in x]), *parts)
     label = np.repeat(np.arange(3), [len(np.asarray(p.n_m)) for p in parts])
     # All in one batch, so that the rule is compiled once.
-    s, ok = jax.jit(jax.vmap(lambda x: t_outer_summary(x)))(c)
-    fits = np.stack([np.asarray(v) for v in s], axis=1)
+    fits, ok = _fit(c)
     kinked = ~np.asarray(hermite_t_allows(c), bool)
-    return TOuterLanes(c, fits, np.asarray(ok), exact_summaries(c), label == 0, kinked)
+    return TOuterLanes(c, fits, ok, exact_summaries(c), label == 0, kinked)
 
 
 def test_t_outer_rule_is_trusted_only_where_it_is_right(t_outer_lanes):
@@ -87,35 +106,16 @@ def test_t_outer_rule_rejects_a_likelihood_too_broad_for_its_t_rule():
 
     Measured: 5.3e-5 and 5.8e-6 off at the upper interval end; with 50, within 6e-8.
     """
-    c = counts(
-        n_pos=3.0,
-        n_phi=10.0,
-        n_tp=2.0,
-        n_pos_paired=3.0,
-        n_tn=5.0,
-        n_neg_paired=7.0,
-        m_pos=[1.0, 3.0, 20.0],
-        n_m=[1.0, 10.0, 50.0],
-    )
-    s, ok = jax.jit(jax.vmap(lambda x: t_outer_summary(x)))(c)
-    error = np.abs(np.stack([np.asarray(v) for v in s], axis=1) - exact_summaries(c))
+    c = _ten_ratings(m_pos=[1.0, 3.0, 20.0], n_m=[1.0, 10.0, 50.0])
+    fits, ok = _fit(c)
+    error = np.abs(fits - exact_summaries(c))
     assert error[:2].max() > 1e-6 and not ok[:2].any()
     assert error[2].max() <= 1e-6
 
 
 def test_t_outer_rule_does_not_trust_an_interval_that_has_not_converged():
     """Where Newton's steps bisect instead, two rules can agree on the same wrong end."""
-    c = counts(
-        n_pos=3.0,
-        n_phi=10.0,
-        n_tp=2.0,
-        n_pos_paired=3.0,
-        n_tn=5.0,
-        n_neg_paired=7.0,
-        m_pos=[20.0, 300.0],
-        n_m=[50.0, 1000.0],
-    )
+    c = _ten_ratings(m_pos=[20.0, 300.0], n_m=[50.0, 1000.0])
     for steps, trusted in ((TOuterRule().quantile_steps, True), (2, False)):
-        rule = TOuterRule(quantile_steps=steps)
-        _, ok = jax.jit(jax.vmap(lambda x, rule=rule: t_outer_summary(x, rule=rule)))(c)
-        assert np.all(np.asarray(ok) == trusted)
+        _, ok = _fit(c, TOuterRule(quantile_steps=steps))
+        assert np.all(ok == trusted)
