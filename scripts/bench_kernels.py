@@ -35,7 +35,9 @@ t axis; the nested rule on the rest), without the rule with t outermost
 (0.13.0's passes), without the (α, t) rule, without any of the three middle
 rules (0.8.0's two passes), and with the nested rule alone, with the
 share of full-model lanes each rule takes and the largest differences to
-the nested rule alone; and once more
+the nested rule alone, each variant ``--quadrature-repeats`` times (3 by
+default; the rates are from the median run, every run is in
+``quadrature_runs_s``); and once more
 with one worker, each compiled call timed alone, for each rule's cost a lane
 (``rule_costs_one_worker``).
 
@@ -47,7 +49,7 @@ once untimed first (for accelerators, see :func:`timed_fits`).
 Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--lockstep 64]
            [--nuts-chunks 64 256 1024] [--quadrature-chunks 1024 16384]
            [--loops leapfrog transition] [--workers 1 2] [--quadrature-only | --nuts-only]
-           [--warm-up] [--out DIR]
+           [--warm-up] [--quadrature-repeats 3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -124,6 +126,8 @@ def timed(fn):
 
 #: Run each timed set of fits once untimed first (``--warm-up``; see timed_fits).
 WARM_UP = False
+#: Timed runs of each quadrature variant (``--quadrature-repeats``); the median counts.
+QUADRATURE_REPEATS = 3
 
 
 def timed_fits(
@@ -138,6 +142,7 @@ def timed_fits(
     alpha_t=AlphaTRule(),
     t_outer=TOuterRule(),
     rules=None,
+    runs=None,
 ):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
@@ -150,6 +155,10 @@ def timed_fits(
     first: on an accelerator the first run of a program also loads it onto
     the device (seen on an H100: 10^3 quadrature lanes at 9.8k/s on a
     program's first run, 24.6k/s on a later one).
+    With ``runs`` (a list), the fits run len(runs) times, each timed into
+    it, and the time returned is the median (a run of 4096 lanes, under half
+    a second on the development CPU, came out up to 15 % apart from one run
+    to the next).
     """
     plan = {
         "chunk_size": chunk,
@@ -166,9 +175,15 @@ def timed_fits(
             fn.lower(lanes, len(c.piece)).compile()
     if WARM_UP:
         fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan)
-    return timed(
-        lambda: fit_lanes(counts, keys, method, nuts=settings, workers=workers, rules=rules, **plan)
-    )
+
+    def fits():
+        return fit_lanes(counts, keys, method, nuts=settings, workers=workers, rules=rules, **plan)
+
+    if not runs:
+        return timed(fits)
+    for k in range(len(runs)):
+        out, runs[k] = timed(fits)
+    return out, float(np.median(runs))
 
 
 def quadrature_throughput(counts, keys) -> dict:
@@ -180,14 +195,28 @@ def quadrature_throughput(counts, keys) -> dict:
     n = len(np.asarray(counts.n_m))
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
     rules = np.full(n, "", dtype=object)
-    driver, driver_s = timed_fits(counts, keys, "quadrature", None, rules=rules)
+    runs = {
+        name: [0.0] * QUADRATURE_REPEATS
+        for name in ("driver", "without_t_outer", "without_alpha_t", "without_hermite_t", "nested")
+    }
+    driver, driver_s = timed_fits(
+        counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
+    )
     chunk_times = []
     fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times)
-    _, no_t_outer_s = timed_fits(counts, keys, "quadrature", None, t_outer=None)
-    _, three_rules_s = timed_fits(counts, keys, "quadrature", None, alpha_t=None)
+    _, no_t_outer_s = timed_fits(
+        counts, keys, "quadrature", None, t_outer=None, runs=runs["without_t_outer"]
+    )
+    _, three_rules_s = timed_fits(
+        counts, keys, "quadrature", None, alpha_t=None, runs=runs["without_alpha_t"]
+    )
     no_middle = {"hermite_t": None, "alpha_t": None, "t_outer": None}
-    _, two_rules_s = timed_fits(counts, keys, "quadrature", None, **no_middle)
-    nested, nested_s = timed_fits(counts, keys, "quadrature", None, laplace=None, **no_middle)
+    _, two_rules_s = timed_fits(
+        counts, keys, "quadrature", None, **no_middle, runs=runs["without_hermite_t"]
+    )
+    nested, nested_s = timed_fits(
+        counts, keys, "quadrature", None, laplace=None, **no_middle, runs=runs["nested"]
+    )
     gap = {
         name: float(np.max(np.abs(getattr(driver, name) - getattr(nested, name))))
         for name in ("post_mean", "post_sd", "ci_low", "ci_high")
@@ -206,6 +235,8 @@ def quadrature_throughput(counts, keys) -> dict:
         "rule_shares": {rule: float(np.mean(rules[full] == rule)) for rule in FULL_MODEL_RULES},
         "quadrature_max_abs_difference_to_nested_only": gap,
         "quadrature_s": driver_s,
+        # Each variant's timed runs, in order; the rates above are from their medians.
+        "quadrature_runs_s": runs,
         "rule_costs_one_worker": rule_costs(chunk_times),
     }
 
@@ -392,6 +423,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings) -> dict:
 
 
 def main(argv=None) -> None:
+    global WARM_UP, QUADRATURE_REPEATS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
@@ -419,6 +451,12 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--warm-up", action="store_true", help="run each timed set of fits once untimed first"
     )
+    parser.add_argument(
+        "--quadrature-repeats",
+        type=int,
+        default=QUADRATURE_REPEATS,
+        help="timed runs of each quadrature variant (the median counts)",
+    )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -429,8 +467,10 @@ def main(argv=None) -> None:
         jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="bench-xla-"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    global WARM_UP
     WARM_UP = args.warm_up
+    if args.quadrature_repeats < 1:
+        parser.error("--quadrature-repeats: at least 1")
+    QUADRATURE_REPEATS = args.quadrature_repeats
     settings = NUTSSettings()
     stem = f"kernels-{jax.devices()[0].platform}"
     # Written after each part, marked partial until the last, so that a run
