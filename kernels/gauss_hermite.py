@@ -380,7 +380,7 @@ def laplace_summary(
     # lanes, with the same errors, as 12³ against 10³ at 0.55 times the cost;
     # 16 × 7 × 16 against 12 × 5 × 12 accepts 4 % more of the benchmark's).
     # Since 0.15.0 fewer (measured ad hoc on the benchmark's 4096 lanes and
-    # the accuracy script's 1060 drawn ones that the counts allow, against
+    # the accuracy script's 1005 drawn ones that the counts allow, against
     # the nested rule with twice its nodes): 16 × 5 × 16 against 12 × 4 × 12
     # accepts 2380 ridge lanes where 16 × 7 × 16 against 12 × 5 × 12 took
     # 2383, with the same worst errors (2.3e-7 in the moments, 3.2e-6 at an
