@@ -456,6 +456,19 @@ def paired_rule_is_exact(counts: Counts):
     return counts.n_pos_paired + counts.n_neg_paired <= 2 * EXACT_PAIRED_NODES - 1
 
 
+def _segment_rates(alpha: Array, t: Array, s: Array) -> tuple[Array, Array, Array, Array]:
+    """ρ, 1 − ρ, η and 1 − η at s on the segment p = t (ρ = t + (1 − α)s,
+    η = 1 − t + αs), each clipped to [0, 1] against rounding at the limits."""
+    beta = 1.0 - alpha
+    clip = lambda v: jnp.clip(v, 0.0, 1.0)  # noqa: E731
+    return (
+        clip(t + beta * s),
+        clip(1.0 - t - beta * s),
+        clip(1.0 - t + alpha * s),
+        clip(t - alpha * s),
+    )
+
+
 def log_segment_integral(
     alpha: Array, t: Array, counts: Counts, rule: QuadratureRule, exact_paired: bool = False
 ) -> Array:
@@ -477,10 +490,10 @@ def log_segment_integral(
     s_hi = jnp.minimum((1.0 - t) / beta, t / alpha)
 
     def log_f(s):
-        clip = lambda v: jnp.clip(v, 0.0, 1.0)  # noqa: E731 - rounding at the limits
-        log_r = _log_beta_kernel(clip(t + beta * s), clip(1.0 - t - beta * s), a_r, b_r)
-        log_e = _log_beta_kernel(clip(1.0 - t + alpha * s), clip(t - alpha * s), a_e, b_e)
-        return log_r + log_e
+        rho, one_m_rho, eta, one_m_eta = _segment_rates(alpha, t, s)
+        return _log_beta_kernel(rho, one_m_rho, a_r, b_r) + _log_beta_kernel(
+            eta, one_m_eta, a_e, b_e
+        )
 
     def slope(s):
         gr, hr = _log_beta_slope(t + beta * s, 1.0 - t - beta * s, a_r, b_r)
@@ -535,13 +548,12 @@ def _log_exact_segment(alpha: Array, t: Array, s_lo: Array, s_hi: Array, counts:
     """
     y, w = np.polynomial.legendre.leggauss(EXACT_PAIRED_NODES)
     half = 0.5 * (s_hi - s_lo)
-    s = s_lo + half * (y + 1.0)
-    clip = lambda v: jnp.clip(v, 0.0, 1.0)  # noqa: E731 - rounding at the limits
+    rho, one_m_rho, eta, one_m_eta = _segment_rates(alpha, t, s_lo + half * (y + 1.0))
     values = (
-        _whole_power(clip(t + (1.0 - alpha) * s), counts.n_tp)
-        * _whole_power(clip(1.0 - t - (1.0 - alpha) * s), counts.n_pos_paired - counts.n_tp)
-        * _whole_power(clip(1.0 - t + alpha * s), counts.n_tn)
-        * _whole_power(clip(t - alpha * s), counts.n_neg_paired - counts.n_tn)
+        _whole_power(rho, counts.n_tp)
+        * _whole_power(one_m_rho, counts.n_pos_paired - counts.n_tp)
+        * _whole_power(eta, counts.n_tn)
+        * _whole_power(one_m_eta, counts.n_neg_paired - counts.n_tn)
     )
     return jnp.log(half * jnp.sum(w * values))
 
