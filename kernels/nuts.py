@@ -39,7 +39,7 @@ from numpyro.infer.hmc import hmc
 from kernels.counts import Counts
 from kernels.logdensity import logdensity, logdensity_centres
 from kernels.ridge import prefers_ridge, ridge_centres, ridge_logdensity, ridge_position
-from kernels.stepwise import run_lanes
+from kernels.stepwise import run_queue
 
 Array = jax.Array
 
@@ -51,6 +51,7 @@ __all__ = [
     "initial_position",
     "sample_chain",
     "sample_fit",
+    "runs_leapfrog_loop",
     "sample_fits",
     "summarize_draws",
 ]
@@ -209,7 +210,7 @@ def _coordinates(counts: Counts, settings: NUTSSettings, dim: int, ridge):
     return prefers_ridge(counts) if ridge is None else ridge
 
 
-def _stepwise(settings: NUTSSettings) -> bool:
+def runs_leapfrog_loop(settings: NUTSSettings) -> bool:
     """Whether ``settings`` run the leapfrog loop (:mod:`kernels.stepwise`)."""
     if settings.loop not in ("leapfrog", "transition"):
         raise ValueError(f"loop must be 'leapfrog' or 'transition', got {settings.loop!r}")
@@ -237,7 +238,7 @@ def sample_chain(
     init_key, run_key = jax.random.split(key)
     ridge = _coordinates(counts, settings, dim, ridge)
     position = initial_position(init_key, counts, dim, ridge)
-    if _stepwise(settings):
+    if runs_leapfrog_loop(settings):
         # A batch of one; a static choice of coordinates stays static.
         one = jax.tree.map(lambda x: jnp.asarray(x)[None], (run_key, position, counts))
         lane_ridge = ridge if isinstance(ridge, bool) else jnp.asarray(ridge)[None]
@@ -277,14 +278,22 @@ def sample_chain(
     )
 
 
-def _run_stepwise(run_keys, positions, counts: Counts, ridge, settings: NUTSSettings) -> ChainDraws:
-    """:func:`kernels.stepwise.run_lanes` on L chains (leading ``(L,)``) as :class:`ChainDraws`."""
+def _run_stepwise(
+    run_keys,
+    positions,
+    counts: Counts,
+    ridge,
+    settings: NUTSSettings,
+    slots: int | None = None,
+    n_valid=None,
+) -> ChainDraws:
+    """:func:`kernels.stepwise.run_queue` on L chains (leading ``(L,)``) as :class:`ChainDraws`."""
     centres = _centres(counts, ridge)
     if isinstance(ridge, bool):  # one static choice: each step evaluates one density
         gen, args = (lambda c, centres: _potential_fn_gen(c, ridge, centres)), (counts, centres)
     else:
         gen, args = _potential_fn_gen, (counts, ridge, centres)
-    state = run_lanes(
+    out = run_queue(
         run_keys,
         positions,
         gen,
@@ -295,13 +304,15 @@ def _run_stepwise(run_keys, positions, counts: Counts, ridge, settings: NUTSSett
         settings.max_tree_depth,
         settings.warmup_max_tree_depth,
         settings.record_steps,
+        slots=slots,
+        n_valid=n_valid,
     )
     return ChainDraws(
-        alpha=state.alpha,
-        divergences=state.divergences,
-        tree_depth=state.depth_sum / settings.samples,
-        steps=state.steps,
-        leapfrogs=state.leapfrogs,
+        alpha=out.alpha,
+        divergences=out.divergences,
+        tree_depth=out.depth_sum / settings.samples,
+        steps=out.steps,
+        leapfrogs=out.leapfrogs,
     )
 
 
@@ -323,7 +334,13 @@ def sample_fit(
 
 
 def sample_fits(
-    keys: Array, counts: Counts, settings: NUTSSettings, dim: int, ridge: bool | None = None
+    keys: Array,
+    counts: Counts,
+    settings: NUTSSettings,
+    dim: int,
+    ridge: bool | None = None,
+    slots: int | None = None,
+    n_valid=None,
 ) -> ChainDraws:
     """:func:`sample_fit` for a batch: ``keys`` ``(B,)`` and counts with leading ``(B,)``.
 
@@ -331,8 +348,14 @@ def sample_fits(
     chains :func:`sample_fit` runs for its key and counts (the same numbers up
     to rounding, where the two compiled programs differ; a lane's draws never
     depend on the other fits in the batch).
+
+    With ``loop="leapfrog"``, ``slots`` (static) chains run at once, each
+    slot taking the next chain of the batch when its own is done
+    (:func:`kernels.stepwise.run_queue`; all chains at once if None), and
+    only the first ``n_valid`` fits (traced; all if None) are run, the rest
+    coming back as zeros. The transition loop ignores both.
     """
-    if not _stepwise(settings):
+    if not runs_leapfrog_loop(settings):
         return jax.vmap(lambda k, c: sample_fit(k, c, settings, dim, ridge))(keys, counts)
     b, chains = keys.shape[0], settings.chains
     chain_keys = jax.vmap(lambda k: _chain_keys(k, chains))(keys).reshape(b * chains)
@@ -343,7 +366,8 @@ def sample_fits(
     positions = jax.vmap(
         lambda k, c, r: initial_position(k, c, dim, r), in_axes=(0, 0, ridge_axis)
     )(init_keys, lane_counts, lane_ridge)
-    draws = _run_stepwise(run_keys, positions, lane_counts, lane_ridge, settings)
+    valid = None if n_valid is None else n_valid * chains
+    draws = _run_stepwise(run_keys, positions, lane_counts, lane_ridge, settings, slots, valid)
     return jax.tree.map(lambda x: x.reshape(b, chains, *x.shape[1:]), draws)
 
 

@@ -31,7 +31,12 @@ scales them by the inverse mass matrix). Only the diagonal mass matrix is
 supported.
 
 Lanes are independent: each is advanced by the same pure function of its own
-state, so a lane's draws do not depend on the others in its batch.
+state, so a lane's draws do not depend on the others in its batch. So a batch
+need not hold every chain at once: :func:`run_queue` runs a queue of chains
+in a fixed number of slots, each slot taking the next chain when its own is
+done, so that lanes wait for the hardest chain only at the queue's end. The
+draws live outside the lanes' state (:class:`Draw`), written straight to
+their chain's row, so that neither the step nor a refill copies them.
 """
 
 from __future__ import annotations
@@ -54,7 +59,16 @@ from numpyro.infer.hmc_util import (
 
 Array = jax.Array
 
-__all__ = ["Trajectory", "Doubling", "StepSearch", "StepwiseState", "run_lanes"]
+__all__ = [
+    "ChainOutputs",
+    "Doubling",
+    "Draw",
+    "StepSearch",
+    "StepwiseState",
+    "Trajectory",
+    "run_lanes",
+    "run_queue",
+]
 
 #: Lane modes: searching for a step size, building a trajectory, finished.
 SEARCH, TREE, DONE = 0, 1, 2
@@ -62,6 +76,10 @@ SEARCH, TREE, DONE = 0, 1, 2
 MAX_DELTA_ENERGY = 1000.0
 #: The step-size heuristic doubles or halves until the acceptance crosses 0.8.
 _LOG_SEARCH_ACCEPT = math.log(0.8)
+#: :func:`run_queue`'s leapfrog steps between refills: on CPU, where a refill
+#: is skipped unless a chain is done, and elsewhere, where each costs a
+#: gradient of every slot.
+REFILL_EVERY_CPU, REFILL_EVERY = 1, 16
 
 
 class Trajectory(NamedTuple):
@@ -132,10 +150,9 @@ class StepwiseState(NamedTuple):
         mode: :data:`SEARCH`, :data:`TREE` or :data:`DONE`.
         transition: transitions completed (warm-up ones included).
         search, trajectory, doubling: the parts of the current mode.
-        alpha: ``(samples,)`` α draws kept so far (probability scale).
         divergences: divergent transitions after warm-up.
         depth_sum: Σ log2(leapfrog steps + 1) after warm-up.
-        steps: leapfrog steps after warm-up: a total, or ``(samples,)`` per transition.
+        steps: leapfrog steps after warm-up.
         leapfrogs: leapfrog steps in all, step-size search included: the
             iterations this lane kept its batch busy.
     """
@@ -148,6 +165,42 @@ class StepwiseState(NamedTuple):
     search: StepSearch
     trajectory: Trajectory
     doubling: Doubling
+    divergences: Array
+    depth_sum: Array
+    steps: Array
+    leapfrogs: Array
+
+
+class Draw(NamedTuple):
+    """What one leapfrog step of a lane leaves to keep: a draw, where a kept transition ended.
+
+    The draws live outside :class:`StepwiseState`, in the caller's
+    ``(rows, samples)`` buffers, so that a lane's state stays small (a
+    conditional or a select over it copies no draws).
+
+    Attributes:
+        kept: whether a transition after warm-up ended at this step.
+        index: which of the ``samples`` draws it is.
+        alpha: sigmoid(z[0]) of its point (probability scale).
+        leaves: its leapfrog steps.
+    """
+
+    kept: Array
+    index: Array
+    alpha: Array
+    leaves: Array
+
+
+class ChainOutputs(NamedTuple):
+    """What is kept of each chain (leading ``(L,)``).
+
+    Attributes:
+        alpha: ``(samples,)`` α draws (probability scale).
+        divergences, depth_sum, leapfrogs: as in :class:`StepwiseState`.
+        steps: leapfrog steps after warm-up: a total, or ``(samples,)`` per
+            transition with ``record_steps``.
+    """
+
     alpha: Array
     divergences: Array
     depth_sum: Array
@@ -253,10 +306,9 @@ def _initial_state(key: Array, z: Array, model_args, sampler: _Sampler) -> Stepw
         search=StepSearch(adapt.step_size, zero_int, zero_int),
         trajectory=trajectory,
         doubling=_start_doubling(trajectory, jnp.array(True), sampler.max_tree_depth),
-        alpha=jnp.zeros((sampler.samples,), z.dtype),
         divergences=zero_int,
         depth_sum=jnp.zeros((), z.dtype),
-        steps=jnp.zeros((sampler.samples,) if sampler.record_steps else (), jnp.int32),
+        steps=zero_int,
         leapfrogs=zero_int,
     )
 
@@ -303,8 +355,8 @@ def _materialized(tree, running: Array, sampler: _Sampler):
 
 def _advance(
     state: StepwiseState, model_args, sampler: _Sampler, running: Array, warming: Array
-) -> StepwiseState:
-    """One leapfrog step of one lane, and whatever ends or begins with it.
+) -> tuple[StepwiseState, Draw]:
+    """One leapfrog step of one lane, and whatever ends or begins with it; the draw to keep.
 
     ``running`` and ``warming`` are the batch's, not the lane's: whether any
     lane is still sampling (True wherever a step runs) and whether any is
@@ -433,14 +485,12 @@ def _advance(
     adapt = _select(transition_done & warm, adapted, adapt)
     window_end = transition_done & warm & jnp.any(state.transition == window_ends)
     kept = transition_done & ~warm
-    slot = jnp.clip(state.transition - sampler.warmup, 0, sampler.samples - 1)
-    alpha = state.alpha.at[slot].set(
-        jnp.where(kept, jax.nn.sigmoid(chosen.z[0]), state.alpha[slot])
+    draw = Draw(
+        kept,
+        jnp.clip(state.transition - sampler.warmup, 0, sampler.samples - 1),
+        jax.nn.sigmoid(chosen.z[0]),
+        merged.leaves,
     )
-    if sampler.record_steps:
-        steps = state.steps.at[slot].set(jnp.where(kept, merged.leaves, state.steps[slot]))
-    else:
-        steps = state.steps + jnp.where(kept, merged.leaves, 0)
     depth = jnp.log2(merged.leaves.astype(state.depth_sum.dtype) + 1.0)
     transition = state.transition + transition_done.astype(jnp.int32)
     finished = transition == sampler.warmup + sampler.samples
@@ -485,11 +535,99 @@ def _advance(
         search=next_search,
         trajectory=next_trajectory,
         doubling=next_doubling,
-        alpha=alpha,
         divergences=state.divergences + (kept & diverging).astype(jnp.int32),
         depth_sum=state.depth_sum + jnp.where(kept, depth, 0.0),
-        steps=steps,
+        steps=state.steps + jnp.where(kept, merged.leaves, 0),
         leapfrogs=state.leapfrogs + active.astype(jnp.int32),
+    ), draw
+
+
+def _make_sampler(
+    potential_fn_gen,
+    dim: int,
+    warmup: int,
+    samples: int,
+    target_accept: float,
+    max_tree_depth: int,
+    warmup_max_tree_depth: int,
+    record_steps: bool,
+) -> _Sampler:
+    return _Sampler(
+        potential_fn_gen,
+        int(dim),
+        int(warmup),
+        int(samples),
+        float(target_accept),
+        int(max_tree_depth),
+        int(min(warmup_max_tree_depth, max_tree_depth)),
+        bool(record_steps),
+        jax.default_backend() == "cpu",
+    )
+
+
+def _running(state: StepwiseState) -> Array:
+    return jnp.any(state.mode != DONE)
+
+
+def _step_all(state: StepwiseState, model_args, sampler: _Sampler) -> tuple[StepwiseState, Draw]:
+    """One leapfrog step of every lane of a batch (leading ``(L,)`` axes)."""
+    warming = jnp.any((state.mode != DONE) & (state.transition < sampler.warmup))
+    return jax.vmap(
+        lambda s, a, running, warming: _advance(s, a, sampler, running, warming),
+        in_axes=(0, 0, None, None),
+    )(state, model_args, _running(state), warming)
+
+
+def _initial_states(keys: Array, z: Array, model_args, sampler: _Sampler) -> StepwiseState:
+    return jax.vmap(lambda k, x, a: _initial_state(k, x, a, sampler))(keys, z, model_args)
+
+
+class _Draws(NamedTuple):
+    """The kept draws of L chains: ``alpha`` ``(L, samples)``, and ``steps``, each
+    transition's leapfrogs, ``(L, samples)`` with ``record_steps`` (else ``(L, 0)``)."""
+
+    alpha: Array
+    steps: Array
+
+
+class _Totals(NamedTuple):
+    """Per-chain counts ``(L,)``, as in :class:`StepwiseState`."""
+
+    divergences: Array
+    depth_sum: Array
+    steps: Array
+    leapfrogs: Array
+
+
+def _empty(size: int, sampler: _Sampler, dtype) -> tuple[_Draws, _Totals]:
+    recorded = sampler.samples if sampler.record_steps else 0
+    zeros = jnp.zeros((size,), jnp.int32)
+    return (
+        _Draws(jnp.zeros((size, sampler.samples), dtype), jnp.zeros((size, recorded), jnp.int32)),
+        _Totals(zeros, jnp.zeros((size,), dtype), zeros, zeros),
+    )
+
+
+def _keep(draws: _Draws, rows: Array, draw: Draw) -> _Draws:
+    """Each lane's draw, where kept, written to row ``rows[i]`` (rows out of range: none)."""
+    rows = jnp.where(draw.kept, rows, draws.alpha.shape[0])
+    alpha = draws.alpha.at[rows, draw.index].set(draw.alpha, mode="drop")
+    return _Draws(alpha, draws.steps.at[rows, draw.index].set(draw.leaves, mode="drop"))
+
+
+def _total(totals: _Totals, rows: Array, state: StepwiseState) -> _Totals:
+    """Each lane's counts written to row ``rows[i]`` (rows out of range: none)."""
+    counts = _Totals(state.divergences, state.depth_sum, state.steps, state.leapfrogs)
+    return jax.tree.map(lambda t, v: t.at[rows].set(v, mode="drop"), totals, counts)
+
+
+def _outputs(draws: _Draws, totals: _Totals, sampler: _Sampler) -> ChainOutputs:
+    return ChainOutputs(
+        draws.alpha,
+        totals.divergences,
+        totals.depth_sum,
+        draws.steps if sampler.record_steps else totals.steps,
+        totals.leapfrogs,
     )
 
 
@@ -504,7 +642,7 @@ def run_lanes(
     max_tree_depth: int = 10,
     warmup_max_tree_depth: int = 10,
     record_steps: bool = False,
-) -> StepwiseState:
+) -> tuple[StepwiseState, ChainOutputs]:
     """Warm-up and ``samples`` NUTS transitions of L independent chains, one leapfrog per iteration.
 
     The loop is written over the batch, not vmapped: a vmapped ``while_loop``
@@ -523,31 +661,189 @@ def run_lanes(
         record_steps: keep each kept transition's leapfrog count.
 
     Returns:
-        The final :class:`StepwiseState`, batched: ``alpha`` ``(L, samples)``
-        holds sigmoid(z[0]) of every kept transition; ``divergences``,
-        ``depth_sum`` and ``steps`` count over them.
+        The final :class:`StepwiseState` and the :class:`ChainOutputs`, both
+        batched: ``alpha`` ``(L, samples)`` holds sigmoid(z[0]) of every kept
+        transition; ``divergences``, ``depth_sum`` and ``steps`` count over them.
     """
-    sampler = _Sampler(
+    sampler = _make_sampler(
         potential_fn_gen,
-        int(z.shape[-1]),
-        int(warmup),
-        int(samples),
-        float(target_accept),
-        int(max_tree_depth),
-        int(min(warmup_max_tree_depth, max_tree_depth)),
-        bool(record_steps),
-        jax.default_backend() == "cpu",
+        z.shape[-1],
+        warmup,
+        samples,
+        target_accept,
+        max_tree_depth,
+        warmup_max_tree_depth,
+        record_steps,
     )
-    state = jax.vmap(lambda k, x, a: _initial_state(k, x, a, sampler))(keys, z, model_args)
-    advance = jax.vmap(
-        lambda s, a, running, warming: _advance(s, a, sampler, running, warming),
-        in_axes=(0, 0, None, None),
+    return _run_all(keys, z, model_args, sampler)
+
+
+def _run_all(
+    keys: Array, z: Array, model_args, sampler: _Sampler, n_valid=None
+) -> tuple[StepwiseState, ChainOutputs]:
+    """:func:`run_lanes`, running only the first ``n_valid`` lanes (all if None)."""
+    size = keys.shape[0]
+    rows = jnp.arange(size, dtype=jnp.int32)
+    state = _initial_states(keys, z, model_args, sampler)
+    if n_valid is not None:
+        state = state._replace(mode=jnp.where(rows < n_valid, state.mode, DONE))
+    draws, totals = _empty(size, sampler, z.dtype)
+
+    def step(carry):
+        state, draws = carry
+        state, draw = _step_all(state, model_args, sampler)
+        return state, _keep(draws, rows, draw)
+
+    state, draws = jax.lax.while_loop(lambda c: _running(c[0]), step, (state, draws))
+    return state, _outputs(draws, _total(totals, rows, state), sampler)
+
+
+class _Queue(NamedTuple):
+    """:func:`run_queue`'s loop state, but for the draws.
+
+    Attributes:
+        state: the slots' sampler states ``(S,)``.
+        model_args: the model arguments of the chain in each slot.
+        chain: ``(S,)`` the chain each slot holds, or L where it holds none.
+        next_chain: the first chain not yet started.
+        totals: ``(L,)`` counts of the chains already finished.
+    """
+
+    state: StepwiseState
+    model_args: object
+    chain: Array
+    next_chain: Array
+    totals: _Totals
+
+
+def _lanewise(flag: Array, on_true, on_false):
+    """Per-lane select: ``flag`` ``(S,)`` against leaves with a leading ``(S,)`` axis."""
+
+    def pick(a, b):
+        return jnp.where(flag.reshape(flag.shape + (1,) * (jnp.ndim(a) - 1)), a, b)
+
+    return jax.tree.map(pick, on_true, on_false)
+
+
+def run_queue(
+    keys: Array,
+    z: Array,
+    potential_fn_gen,
+    model_args,
+    warmup: int,
+    samples: int,
+    target_accept: float = 0.8,
+    max_tree_depth: int = 10,
+    warmup_max_tree_depth: int = 10,
+    record_steps: bool = False,
+    slots: int | None = None,
+    n_valid: Array | int | None = None,
+    refill_every: int | None = None,
+) -> ChainOutputs:
+    """:func:`run_lanes` for a queue of L chains advanced ``slots`` at a time.
+
+    A batch in lock-step runs until its chain with the most leapfrog steps is
+    done, and the others wait: on 2048 of the benchmark's fits the largest
+    chain's total over its 1500 transitions was twice the mean, and batches
+    of 32 fits sorted by difficulty kept 80 % of their lanes busy, of 512
+    fits 64 % (ad hoc, 2026-11-26; docs/performance-history.md, 0.16.0).
+    Here a slot whose chain is done takes the next chain of the queue, so
+    lanes wait only at the queue's end.
+
+    A chain's numbers do not depend on its slot, on when it starts, or on the
+    other chains: each is the same pure function of its own key, start and
+    arguments as in :func:`run_lanes` (on a backend that computes a lane
+    alike in batches of every size, which XLA on CPU does only up to 128
+    lanes; so a caller on CPU keeps ``slots`` fixed).
+
+    Args:
+        keys, z, potential_fn_gen, model_args, warmup … record_steps: as in
+            :func:`run_lanes`, for all L chains of the queue.
+        slots: static; chains in flight at once (all L if None or larger).
+        n_valid: run only the first ``n_valid`` chains (traced; all if None);
+            the others' outputs are zeros. Lets a padded queue cost only its
+            own chains.
+        refill_every: static; leapfrog steps between two refills. A refill
+            starts a chain in every free slot, which costs a gradient of
+            every slot where the backend cannot skip it (an accelerator,
+            without conditionals); a done chain's slot idles until the next
+            one. A chain's numbers are the same with any value.
+
+    Returns:
+        :class:`ChainOutputs` ``(L, …)`` in queue order.
+    """
+    size = keys.shape[0]
+    sampler = _make_sampler(
+        potential_fn_gen,
+        z.shape[-1],
+        warmup,
+        samples,
+        target_accept,
+        max_tree_depth,
+        warmup_max_tree_depth,
+        record_steps,
+    )
+    width = size if slots is None else max(1, min(int(slots), size))
+    if width == size:  # every chain in a slot from the start: nothing to refill
+        return _run_all(keys, z, model_args, sampler, n_valid)[1]
+    if refill_every is None:
+        refill_every = REFILL_EVERY_CPU if sampler.conditionals else REFILL_EVERY
+    n_valid = jnp.asarray(size if n_valid is None else n_valid, jnp.int32)
+    take = lambda tree, index: jax.tree.map(lambda x: x[index], tree)  # noqa: E731
+
+    first = jnp.arange(width, dtype=jnp.int32)
+    holding = first < n_valid
+    state = _initial_states(keys[:width], z[:width], take(model_args, first), sampler)
+    state = state._replace(mode=jnp.where(holding, state.mode, DONE))
+    draws, totals = _empty(size, sampler, z.dtype)
+    queue = _Queue(
+        state,
+        take(model_args, first),
+        jnp.where(holding, first, size).astype(jnp.int32),
+        jnp.minimum(width, n_valid).astype(jnp.int32),
+        totals,
     )
 
-    def running(s: StepwiseState) -> Array:
-        return jnp.any(s.mode != DONE)
+    def refill(q: _Queue) -> _Queue:
+        done = (q.state.mode == DONE) & (q.chain < size)
+        totals = _total(q.totals, jnp.where(done, q.chain, size), q.state)
+        new = q.next_chain + jnp.cumsum(done, dtype=jnp.int32) - 1
+        load = done & (new < n_valid)
+        index = jnp.where(load, new, 0)
+        args = take(model_args, index)
+        fresh = _initial_states(keys[index], z[index], args, sampler)
+        return _Queue(
+            _lanewise(load, fresh, q.state),
+            _lanewise(load, args, q.model_args),
+            jnp.where(load, new, jnp.where(done, size, q.chain)).astype(jnp.int32),
+            q.next_chain + jnp.sum(load, dtype=jnp.int32),
+            totals,
+        )
 
-    def step(s: StepwiseState) -> StepwiseState:
-        return advance(s, model_args, running(s), jnp.any(s.transition < sampler.warmup))
+    def advance(carry):
+        q, draws = carry
 
-    return jax.lax.while_loop(running, step, state)
+        def step(c):
+            i, state, draws = c
+            state, draw = _step_all(state, q.model_args, sampler)
+            return i + 1, state, _keep(draws, q.chain, draw)
+
+        if refill_every == 1:
+            _, state, draws = step((0, q.state, draws))
+        else:
+            _, state, draws = jax.lax.while_loop(
+                lambda c: (c[0] < refill_every) & _running(c[1]), step, (0, q.state, draws)
+            )
+        q = q._replace(state=state)
+        # The draws stay out of the conditional, which would copy them.
+        if sampler.conditionals:  # skipped unless a slot's chain is done
+            finished = jnp.any((state.mode == DONE) & (q.chain < size))
+            return jax.lax.cond(finished, refill, lambda q: q, q), draws
+        return refill(q), draws
+
+    def pending(carry) -> Array:
+        q = carry[0]
+        return _running(q.state) | jnp.any(q.chain < size)
+
+    queue, draws = jax.lax.while_loop(pending, advance, (queue, draws))
+    return _outputs(draws, queue.totals, sampler)

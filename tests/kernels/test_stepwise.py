@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels.stepwise import DONE, run_lanes
+from kernels.stepwise import DONE, run_lanes, run_queue
 
 SCALES = jnp.array([1.0, 0.01, 100.0])
 
@@ -29,10 +29,10 @@ def run(keys, scales, warmup=300, samples=2000, **kwargs):
 
 def test_gaussian_moments_and_adaptation():
     keys = jax.random.split(jax.random.key(0), 8)
-    state = run(keys, jnp.tile(SCALES, (8, 1)), record_steps=True)
+    state, out = run(keys, jnp.tile(SCALES, (8, 1)), record_steps=True)
     assert np.all(np.asarray(state.mode) == DONE)
     # alpha holds sigmoid(z[0]) with z[0] ~ N(0, 1): its logit's moments.
-    x = np.log(np.asarray(state.alpha)) - np.log1p(-np.asarray(state.alpha))
+    x = np.log(np.asarray(out.alpha)) - np.log1p(-np.asarray(out.alpha))
     # Draws are nearly independent here (ESS ≈ draws): 16,000 in all.
     assert abs(x.mean()) < 4 / np.sqrt(x.size)
     assert abs(x.std() - 1.0) < 4 * np.sqrt(0.5 / x.size)
@@ -41,10 +41,11 @@ def test_gaussian_moments_and_adaptation():
     # 1e-4 variance by up to ~2x); the identity it starts from is 10^4 off.
     ratio = np.asarray(state.adapt.inverse_mass_matrix) / np.asarray(SCALES) ** 2
     assert np.all(np.abs(np.log(ratio)) < np.log(2.5))
-    assert np.all(np.asarray(state.divergences) == 0)
-    steps = np.asarray(state.steps)
+    assert np.all(np.asarray(out.divergences) == 0)
+    steps = np.asarray(out.steps)
     assert steps.shape == (8, 2000) and steps.min() >= 1 and steps.max() <= 1023
-    assert np.all(np.asarray(state.leapfrogs) > steps.sum(axis=1))
+    np.testing.assert_array_equal(steps.sum(axis=1), np.asarray(state.steps))
+    assert np.all(np.asarray(out.leapfrogs) > steps.sum(axis=1))
 
 
 def test_lane_does_not_depend_on_its_batch():
@@ -52,8 +53,38 @@ def test_lane_does_not_depend_on_its_batch():
     # lane 5 alone (padded with copies of a cheap lane) must come out the same.
     keys = jax.random.split(jax.random.key(1), 64)
     scales = jnp.exp(jax.random.uniform(jax.random.key(2), (64, 3), minval=-4.6, maxval=4.6))
-    both = run(keys, scales, warmup=100, samples=100)
+    _, both = run(keys, scales, warmup=100, samples=100)
     cheap = jnp.tile(jnp.ones(3), (64, 1)).at[5].set(scales[5])
-    alone = run(keys, cheap, warmup=100, samples=100)
+    _, alone = run(keys, cheap, warmup=100, samples=100)
     np.testing.assert_array_equal(np.asarray(both.alpha[5]), np.asarray(alone.alpha[5]))
     assert int(both.leapfrogs[5]) == int(alone.leapfrogs[5])
+
+
+def test_a_queue_runs_every_chain_as_alone_and_skips_the_padding():
+    """Slots that take the next chain when theirs is done: each chain's numbers are
+    those it has with a slot of its own, whatever the slots and the refill period."""
+    keys = jax.random.split(jax.random.key(3), 48)
+    scales = jnp.exp(jax.random.uniform(jax.random.key(4), (48, 3), minval=-4.6, maxval=4.6))
+    z = jnp.full((48, 3), 0.5)
+    _, alone = run(keys, scales, warmup=60, samples=80, record_steps=True)
+
+    def queued(slots, n_valid, refill_every):
+        fn = lambda k, z, s, n: run_queue(  # noqa: E731
+            k,
+            z,
+            gaussian,
+            (s,),
+            60,
+            80,
+            record_steps=True,
+            slots=slots,
+            n_valid=n,
+            refill_every=refill_every,
+        )
+        return jax.jit(fn)(keys, z, scales, n_valid)
+
+    for slots, n_valid, refill_every in ((16, 48, 1), (8, 37, 5)):
+        out = queued(slots, n_valid, refill_every)
+        for name, x, y in zip(out._fields, out, alone, strict=True):
+            np.testing.assert_array_equal(np.asarray(x)[:n_valid], np.asarray(y)[:n_valid], name)
+            assert not np.asarray(x)[n_valid:].any(), name  # padding: never run
