@@ -4,7 +4,8 @@ Lanes are grouped by model kind (α-marginal a Beta, ρ and η known, or the
 full model) and, on the full model, by coordinates (logits or ridge), ordered
 by an estimate of how hard the posterior is for NUTS so that lanes running in
 lock-step need similar tree depths, split into chunks of one fixed size (the
-last one padded) so each group compiles once, and run through
+last one padded) so each group compiles once (NUTS on CPU: a queue of chains
+that a fixed number of slots work through; NUTS never runs the padding), and run through
 ``jax.jit(jax.vmap(...))`` of the kernels (the nested quadrature rule on CPU
 in small vmapped groups, one after another), on CPU one chunk per core at a
 time. Quadrature of the full model takes up to three passes, each rule
@@ -38,7 +39,13 @@ from kernels.gauss_hermite import (
     laplace_summary,
 )
 from kernels.logdensity import position_size
-from kernels.nuts import NUTSSettings, sample_fits, sampler_key, summarize_draws
+from kernels.nuts import (
+    NUTSSettings,
+    runs_leapfrog_loop,
+    sample_fits,
+    sampler_key,
+    summarize_draws,
+)
 from kernels.quadrature import (
     MODEL_KINDS,
     HermiteTRule,
@@ -57,7 +64,8 @@ Method = Literal["nuts", "quadrature"]
 
 __all__ = [
     "MIN_BATCH",
-    "CPU_CHAINS_PER_CHUNK",
+    "CPU_NUTS_SLOTS",
+    "CPU_NUTS_QUEUE",
     "ACCELERATOR_QUADRATURE_CHUNK",
     "CPU_QUADRATURE_CHUNK",
     "CPU_NESTED_GROUP",
@@ -70,6 +78,7 @@ __all__ = [
     "lane_counts",
     "lane_keys",
     "nuts_chunk_size",
+    "nuts_slots",
     "default_chunk_size",
     "default_workers",
     "difficulty",
@@ -83,11 +92,17 @@ __all__ = [
 #: draws, and on an accelerator each lane group), which bounds the number of
 #: compiled programs whatever the shard sizes.
 MIN_BATCH = 64
-#: On CPU a NUTS chunk holds this many chains (fits × chains per fit): chunks
-#: of 32 fits of 4 chains ran 1.2-1.4x as fast as chunks of 64, and as fast
-#: as chunks of 16 or faster (benchmarks/results/kernels-cpu-20261124-224744.json,
-#: version 0.7.0; :func:`default_chunk_size`).
-CPU_CHAINS_PER_CHUNK = 128
+#: On CPU a NUTS call advances this many chains at once (its slots; fits ×
+#: chains per fit), each slot taking the queue's next chain when its own is
+#: done (:func:`kernels.stepwise.run_queue`). Before queues, chunks of 32
+#: fits of 4 chains ran 1.2-1.4x as fast as chunks of 64, and as fast as
+#: chunks of 16 or faster (benchmarks/results/kernels-cpu-20261124-224744.json,
+#: version 0.7.0). Fixed, whatever the call's size: XLA on CPU computes a lane
+#: bit for bit alike in batches of 32, 64 and 128 chains, not of 256 and 512.
+CPU_NUTS_SLOTS = 128
+#: On CPU a NUTS call takes up to this many chains (a power of two of fits):
+#: the queue its slots work through (:func:`default_chunk_size`).
+CPU_NUTS_QUEUE = 512
 #: On CPU a quadrature chunk holds this many lanes.
 CPU_QUADRATURE_CHUNK = 64
 #: Elsewhere (an accelerator) every quadrature chunk holds this many lanes.
@@ -157,30 +172,60 @@ def difficulty(counts: Counts) -> np.ndarray:
 def default_chunk_size(method: Method, chains: int = 4, backend: str | None = None) -> int | None:
     """Lanes (fits) per compiled call of ``method`` when the caller names none.
 
-    On CPU (``backend``, by default JAX's), one size for every lane group, so
-    that a lane's numbers do not depend on how many lanes share its group
-    (which follows from the sharding): XLA on CPU does not compute a lane bit
-    for bit alike in batches of every size (seen: 3e-16 in the quadrature's
-    moments between 64 and 256 lanes; NUTS draws that differ altogether, a
-    last bit amplified along a trajectory, between 128 and 256 chains). The
-    size is :data:`CPU_QUADRATURE_CHUNK` for quadrature and, for NUTS, the
-    power of two of fits nearest below :data:`CPU_CHAINS_PER_CHUNK` chains
-    (32 fits of 4 chains; at least one fit). On 1024 of the benchmark's fits,
-    two workers: 27.8 fits/s in chunks of 32, 27.9 of 16 and 23.3 of 64; on
-    256, 24.5, 21.1 and 17.1 (``scripts/bench_kernels.py --nuts-chunks``,
-    version 0.7.0). Elsewhere ``None``: :data:`ACCELERATOR_QUADRATURE_CHUNK`
-    for quadrature, every chunk that size, however few lanes its group has
-    (on an H100 a lane's quadrature moments moved by up to 8e-16 between
-    chunks of 64, 256 and 1024 lanes); for NUTS what the memory budget
-    allows, shrunk to the group's own power of two (on an H100 every lane's
-    draws were the same in chunks of 32 and 128 fits, and of 128 and 512,
-    on 128 and 1024 of the benchmark's lanes; ad hoc, 2026-11-25).
+    On CPU (``backend``, by default JAX's), quadrature takes
+    :data:`CPU_QUADRATURE_CHUNK` lanes in every call, so that a lane's
+    numbers do not depend on how many lanes share its group (which follows
+    from the sharding): XLA on CPU does not compute a lane bit for bit alike
+    in batches of every size (seen: 3e-16 in the quadrature's moments between
+    64 and 256 lanes). NUTS takes the power of two of fits nearest below
+    :data:`CPU_NUTS_QUEUE` chains (at least one fit), capped at the group's
+    bucket; its slots (:func:`nuts_slots`) are what stays fixed. Elsewhere
+    ``None``: :data:`ACCELERATOR_QUADRATURE_CHUNK` for quadrature, every
+    chunk that size, however few lanes its group has (on an H100 a lane's
+    quadrature moments moved by up to 8e-16 between chunks of 64, 256 and
+    1024 lanes); for NUTS what the memory budget allows, shrunk to the
+    group's own power of two (on an H100 every lane's draws were the same in
+    chunks of 32 and 128 fits, and of 128 and 512, on 128 and 1024 of the
+    benchmark's lanes; ad hoc, 2026-11-25).
     """
     if (backend or jax.default_backend()) != "cpu":
         return None
     if method == "quadrature":
         return CPU_QUADRATURE_CHUNK
-    return 1 << (max(1, CPU_CHAINS_PER_CHUNK // max(1, int(chains))).bit_length() - 1)
+    return _fits_below(CPU_NUTS_QUEUE, chains)
+
+
+def nuts_slots(backend: str | None = None) -> int | None:
+    """Chains a NUTS call advances at once (:func:`kernels.stepwise.run_queue`'s ``slots``).
+
+    On CPU :data:`CPU_NUTS_SLOTS`, whatever the call's size, and a call holds
+    at least that many chains (:func:`_nuts_call_fits`). Elsewhere None: all
+    of the call's chains at once, as before queues. Untimed there; a model of
+    the H100's cost (44 µs an iteration plus 9.5 ns a chain, fitted to
+    0.10.0's timings) on per-chain leapfrog totals measured on CPU predicts
+    0.98–1.04 times the time of chunks of 4096 fits for queues of 8192–16,384
+    fits on 16,384 slots, a refill every 16 steps costing a step
+    (ad hoc, 2026-11-26): lanes sorted by difficulty in chunks that large
+    already wait little, and the refills cost what the queue saves.
+    """
+    if (backend or jax.default_backend()) != "cpu":
+        return None
+    return CPU_NUTS_SLOTS
+
+
+def _fits_below(chains_total: int, chains: int) -> int:
+    """The power of two of fits nearest below ``chains_total`` chains (at least one)."""
+    return 1 << (max(1, chains_total // max(1, int(chains))).bit_length() - 1)
+
+
+def _nuts_call_fits(asked: int, group: int, chains: int, backend: str | None) -> int:
+    """Fits per NUTS call for a group of ``group`` fits: ``asked`` (a power of two),
+    capped at the group's bucket, and on CPU never fewer than fill the slots."""
+    n = min(asked, _bucket(group))
+    if (backend or jax.default_backend()) == "cpu":
+        slot_fits = 1 << (max(1, -(-CPU_NUTS_SLOTS // max(1, int(chains)))) - 1).bit_length()
+        n = max(n, slot_fits)
+    return n
 
 
 def default_workers(backend: str | None = None) -> int:
@@ -286,9 +331,12 @@ def _hermite_t_fn(
 
 
 @cache
-def _nuts_fn(dim: int, settings: NUTSSettings, ridge: bool | None = None):
-    def batch(keys, counts):
-        return sample_fits(jax.vmap(sampler_key)(keys), counts, settings, dim, ridge)
+def _nuts_fn(dim: int, settings: NUTSSettings, ridge: bool | None = None, slots: int | None = None):
+    """``fn(keys, counts, n_valid=None)``: draws of a chunk, only its first n_valid fits run."""
+
+    def batch(keys, counts, n_valid=None):
+        keys = jax.vmap(sampler_key)(keys)
+        return sample_fits(keys, counts, settings, dim, ridge, slots, n_valid)
 
     return jax.jit(batch)
 
@@ -327,9 +375,9 @@ class Chunk(NamedTuple):
         padded: ``(size,)`` the lanes sent in: ``piece``, then repeats of its
             first lane up to the chunk's size, a power of two.
         exact: quadrature (or the Beta itself), not NUTS.
-        fn: the jitted kernel, called as ``fn(counts, n)`` when ``exact`` (n:
-            how many of the lanes count), else ``fn(keys, counts)``, on the
-            ``padded`` lanes.
+        fn: the jitted kernel, called as ``fn(counts, n)`` when ``exact``, else
+            ``fn(keys, counts, n)``, on the ``padded`` lanes (n: how many of
+            them count; NUTS runs no others).
         rule: the name of its rule (:data:`QUADRATURE_RULES`, or "nuts").
         fallbacks: the rules :func:`fit_lanes` tries, in turn, on the lanes
             that ``fn`` rejects, in chunks of the same size. Where there are
@@ -521,7 +569,7 @@ def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float) -> d
             s, accepted = jax.device_get(chunk.fn(lanes, n))
             return {**_exact_fields(s), "accepted": accepted}
         return _exact_fields(jax.device_get(chunk.fn(lanes, n)))
-    draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes))
+    draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes, n))
     d = summarize_draws(draws.alpha[:n], level)
     return {
         "post_mean": d.mean,
@@ -575,13 +623,19 @@ def plan_chunks(
         else:
             size = chunk_size or default_chunk_size("nuts", nuts.chains, backend)
             size = size or nuts_chunk_size(nuts, memory_budget_bytes)
-            fn = _nuts_fn(position_size(kind == "known"), nuts, ridge)
+            # Without the leapfrog loop there are no slots: the call's chains run at once.
+            slots = nuts_slots(backend) if runs_leapfrog_loop(nuts) else None
+            if slots is None and on_cpu and not chunk_size:
+                size = _fits_below(CPU_NUTS_SLOTS, nuts.chains)
+            fn = _nuts_fn(position_size(kind == "known"), nuts, ridge, slots)
             routes = [((Stage("nuts", fn),), index)]
         for stages, lanes in routes:
             # A power of two, whatever was asked for, and no more than the group's
             # bucket, except quadrature's on an accelerator (see default_chunk_size).
             n = 1 << (max(1, int(size)).bit_length() - 1)
-            if not exact or on_cpu:
+            if not exact:
+                n = _nuts_call_fits(n, len(lanes), nuts.chains, backend)
+            elif on_cpu:
                 n = min(n, _bucket(len(lanes)))
             chunks += _staged_chunks(stages, lanes, n)
     return chunks

@@ -9,13 +9,16 @@ from kernels.nuts import NUTSSettings
 from kernels.quadrature import model_kind, paired_rule_is_exact
 from sweep.fits import (
     ACCELERATOR_QUADRATURE_CHUNK,
+    CPU_NUTS_SLOTS,
     CPU_QUADRATURE_CHUNK,
     FULL_MODEL_RULES,
     MIN_BATCH,
+    _nuts_fn,
     default_chunk_size,
     default_workers,
     fit_lanes,
     lane_keys,
+    nuts_slots,
     plan_chunks,
 )
 from tests.kernels.helpers import counts
@@ -84,20 +87,46 @@ def test_a_requested_chunk_size_is_rounded_down_to_a_power_of_two():
 
 
 def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
-    """One shape per method for every group, so a lane's numbers do not depend on its shard."""
+    """One shape per method for every group, so a lane's numbers do not depend on its shard.
+
+    For NUTS the shape that counts is the slots (chains advanced at once); a
+    call's queue may be shorter than the default for a small group.
+    """
     assert default_chunk_size("quadrature", backend="cpu") == CPU_QUADRATURE_CHUNK
-    # 128 chains per NUTS chunk, in a power of two of fits.
-    for chains, fits in ((4, 32), (2, 64), (3, 32), (64, 2), (200, 1)):
+    # NUTS calls of 512 chains, in a power of two of fits, on 128 slots.
+    for chains, fits in ((4, 128), (2, 256), (3, 128), (64, 8), (600, 1)):
         assert default_chunk_size("nuts", chains, backend="cpu") == fits
+    assert nuts_slots("cpu") == CPU_NUTS_SLOTS == 128
+    assert nuts_slots("gpu") is None  # there a call's chains all run at once
     assert default_chunk_size("nuts", 4, backend="gpu") is None
     c = mixed_lanes(700, seed=6)
+    kernels = {
+        _nuts_fn(d, NUTSSettings(), r, CPU_NUTS_SLOTS) for d in (1, 3) for r in (False, True)
+    }
     for method in ("nuts", "quadrature"):
         for chunk in plan_chunks(c, method, backend="cpu"):
-            expected = CPU_QUADRATURE_CHUNK if chunk.exact else 32
-            assert len(chunk.padded) == expected
+            if chunk.exact:
+                assert len(chunk.padded) == CPU_QUADRATURE_CHUNK
+            else:  # at least the 32 fits that fill the slots, at most the default queue
+                assert 32 <= len(chunk.padded) <= 128 and chunk.fn in kernels
     # A larger chunk asked for is capped at the group's bucket: a power of two, >= MIN_BATCH.
     (first, *_) = plan_chunks(c, "quadrature", chunk_size=4096, backend="cpu")
     assert MIN_BATCH <= len(first.padded) < 4096
+
+
+def test_a_nuts_lane_does_not_depend_on_its_queue():
+    """A fit's draws are the same whether its chains wait in a queue for a slot or not."""
+    settings = NUTSSettings(chains=2, warmup=50, samples=50)  # as the test below
+    c = ridge_lanes(140, seed=8)
+    b = len(c.n_m)
+    keys = lane_keys(4, np.stack([np.arange(b), np.zeros(b)], axis=1), np.zeros(b))
+    # 64 fits of 2 chains fill the 128 slots: no queue; 256 fits: two chains a slot.
+    slotted, queued = (
+        fit_lanes(c, keys, "nuts", nuts=settings, chunk_size=size, workers=1) for size in (64, 256)
+    )
+    for name, x, y in zip(slotted._fields, slotted, queued, strict=True):
+        np.testing.assert_array_equal(x, y, err_msg=name)
+    assert np.isfinite(queued.post_sd).all()
 
 
 def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_the_group():
