@@ -5,7 +5,7 @@ The Python API is :func:`run`, :func:`status`, :func:`load_surface`,
 ``from sweep.plan import ...``); ``sweep`` on the command line is a thin layer over them.
 """
 
-__version__ = "0.15.0"
+__version__ = "0.16.0"
 
 from sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status  # noqa: E402
 from sweep.errors import SweepError  # noqa: E402
