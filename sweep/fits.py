@@ -178,8 +178,9 @@ def default_chunk_size(method: Method, chains: int = 4, backend: str | None = No
     from the sharding): XLA on CPU does not compute a lane bit for bit alike
     in batches of every size (seen: 3e-16 in the quadrature's moments between
     64 and 256 lanes). NUTS takes the power of two of fits nearest below
-    :data:`CPU_NUTS_QUEUE` chains (at least one fit), capped at the group's
-    bucket; its slots (:func:`nuts_slots`) are what stays fixed. Elsewhere
+    :data:`CPU_NUTS_QUEUE` chains (at least one fit), however few its group
+    has (the padding is never run); what a lane's draws depend on is the
+    slots (:func:`nuts_slots`), also fixed. Elsewhere
     ``None``: :data:`ACCELERATOR_QUADRATURE_CHUNK` for quadrature, every
     chunk that size, however few lanes its group has (on an H100 a lane's
     quadrature moments moved by up to 8e-16 between chunks of 64, 256 and
@@ -219,13 +220,16 @@ def _fits_below(chains_total: int, chains: int) -> int:
 
 
 def _nuts_call_fits(asked: int, group: int, chains: int, backend: str | None) -> int:
-    """Fits per NUTS call for a group of ``group`` fits: ``asked`` (a power of two),
-    capped at the group's bucket, and on CPU never fewer than fill the slots."""
-    n = min(asked, _bucket(group))
-    if (backend or jax.default_backend()) == "cpu":
-        slot_fits = 1 << (max(1, -(-CPU_NUTS_SLOTS // max(1, int(chains)))) - 1).bit_length()
-        n = max(n, slot_fits)
-    return n
+    """Fits per NUTS call for a group of ``group`` fits, from ``asked`` (a power of two).
+
+    On CPU ``asked`` whatever the group's size, and never fewer than fill the
+    slots: one program per coordinates however the lanes are sharded (each
+    NUTS program took tens of seconds to compile), and the padding costs
+    nothing since it is never run. Elsewhere capped at the group's bucket.
+    """
+    if (backend or jax.default_backend()) != "cpu":
+        return min(asked, _bucket(group))
+    return max(asked, 1 << (max(1, -(-CPU_NUTS_SLOTS // max(1, int(chains)))) - 1).bit_length())
 
 
 def default_workers(backend: str | None = None) -> int:

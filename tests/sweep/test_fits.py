@@ -89,8 +89,8 @@ def test_a_requested_chunk_size_is_rounded_down_to_a_power_of_two():
 def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
     """One shape per method for every group, so a lane's numbers do not depend on its shard.
 
-    For NUTS the shape that counts is the slots (chains advanced at once); a
-    call's queue may be shorter than the default for a small group.
+    For NUTS the shape a lane's draws depend on is the slots (chains advanced
+    at once); its calls have one size too, so that each coordinates compile once.
     """
     assert default_chunk_size("quadrature", backend="cpu") == CPU_QUADRATURE_CHUNK
     # NUTS calls of 512 chains, in a power of two of fits, on 128 slots.
@@ -107,8 +107,8 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
         for chunk in plan_chunks(c, method, backend="cpu"):
             if chunk.exact:
                 assert len(chunk.padded) == CPU_QUADRATURE_CHUNK
-            else:  # at least the 32 fits that fill the slots, at most the default queue
-                assert 32 <= len(chunk.padded) <= 128 and chunk.fn in kernels
+            else:  # 128 fits of 4 chains, whatever the group's size, in 128 slots
+                assert len(chunk.padded) == 128 and chunk.fn in kernels
     # A larger chunk asked for is capped at the group's bucket: a power of two, >= MIN_BATCH.
     (first, *_) = plan_chunks(c, "quadrature", chunk_size=4096, backend="cpu")
     assert MIN_BATCH <= len(first.padded) < 4096
