@@ -1,0 +1,205 @@
+"""Where the kernels' device time goes: one NUTS call and the quadrature driver, traced.
+
+For the next session with a GPU (benchmarks/GPU-NOTES.md, "Next", item 1):
+the H100's NUTS and quadrature timings are 7.6 and 14 times short of their
+targets, and what each compiled kernel costs there is not known.
+
+On whatever device JAX has, on the benchmark's lanes
+(``bench_kernels.sample_designs``):
+
+  * NUTS: the driver's largest call (``sweep.fits.plan_chunks``), compiled
+    and run once, then run again under ``jax.profiler.trace``. Reported: the
+    wall time, the loop's iterations (the most leapfrogs of any chain in the
+    call: the leapfrog loop runs until its last chain is done) and the mean,
+    so the time an iteration and a chain-iteration (where the call's chains
+    all run at once, as on an accelerator; on CPU they queue for 128 slots);
+  * quadrature: ``fit_lanes`` on the same lanes, run once, then traced;
+  * for each, every device kernel's total time and launches (the ``--top``
+    largest), and their sum against the wall time. On CPU, where there is no
+    device plane, XLA's host threads stand in (for trying the script out).
+
+Writes ``profile-<platform>-<time>.json`` under ``--out``; with ``--hlo``
+also the NUTS call's optimized HLO beside it (gzipped), so that a fusion
+the table names can be read afterwards.
+
+Usage: python scripts/profile_kernels.py [--fits 4096] [--top 25] [--hlo]
+           [--skip-quadrature] [--nuts-draws WARMUP SAMPLES] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import gzip
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+from bench_kernels import lanes, sample_designs  # noqa: E402 - beside this script
+from jax.profiler import ProfileData  # noqa: E402
+from result_record import provenance, write_record  # noqa: E402 - beside this script
+
+from kernels.nuts import NUTSSettings  # noqa: E402
+from sweep.fits import fit_lanes, nuts_slots, plan_chunks  # noqa: E402
+
+
+def kernel_times(trace_dir: str, top: int) -> dict:
+    """Total time and launches of each kernel in the trace under ``trace_dir``.
+
+    Device planes (``/device:…``) where there are any; else the host's XLA
+    threads (CPU).
+    """
+    (path,) = glob.glob(f"{trace_dir}/**/*.xplane.pb", recursive=True)
+    planes = list(ProfileData.from_file(path).planes)
+    device = [p for p in planes if p.name.startswith("/device:")]
+    lines = (
+        [line for p in device for line in p.lines]
+        if device
+        else [
+            line
+            for p in planes
+            if p.name == "/host:CPU"
+            for line in p.lines
+            if line.name.startswith("tf_XLA")
+        ]
+    )
+    # Keyed by line and name: a device plane may show the same time on
+    # several lines (streams, XLA ops, XLA modules), under different names.
+    total = collections.Counter()
+    launches = collections.Counter()
+    for line in lines:
+        for event in line.events:
+            total[line.name, event.name] += event.duration_ns
+            launches[line.name, event.name] += 1
+    by_line = collections.Counter()
+    for (line_name, _), ns in total.items():
+        by_line[line_name] += ns
+    return {
+        "source": "device planes" if device else "host XLA threads (no device plane)",
+        "seconds_by_line": {name: ns * 1e-9 for name, ns in by_line.most_common()},
+        "events": sum(launches.values()),
+        "top": [
+            {
+                "line": line_name,
+                "name": name,
+                "seconds": ns * 1e-9,
+                "share_of_line": ns / by_line[line_name],
+                "launches": launches[line_name, name],
+            }
+            for (line_name, name), ns in total.most_common(top)
+        ],
+    }
+
+
+def traced(fn, top: int) -> tuple[object, float, dict]:
+    """``fn()`` under the profiler: its value, wall seconds and :func:`kernel_times`."""
+    with tempfile.TemporaryDirectory(prefix="profile-") as trace_dir:
+        with jax.profiler.trace(trace_dir):
+            start = time.perf_counter()
+            value = fn()
+            seconds = time.perf_counter() - start
+        return value, seconds, kernel_times(trace_dir, top)
+
+
+def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path | None) -> dict:
+    chunks = [chunk for chunk in plan_chunks(counts, "nuts", nuts=settings) if not chunk.exact]
+    chunk = max(chunks, key=lambda c: len(c.piece))
+    n = len(chunk.piece)
+    lanes_in = jax.tree.map(lambda x: np.asarray(x)[chunk.padded], counts)
+    keys_in = keys[chunk.padded]
+
+    def call():
+        return jax.device_get(chunk.fn(keys_in, lanes_in, n))
+
+    start = time.perf_counter()
+    call()
+    first = time.perf_counter() - start
+    draws, seconds, kernels = traced(call, top)
+    if hlo_path is not None:
+        with gzip.open(hlo_path, "wt") as f:
+            f.write(chunk.fn.lower(keys_in, lanes_in, n).compile().as_text())
+    leapfrogs = np.asarray(draws.leapfrogs)[:n]
+    chains = len(chunk.padded) * leapfrogs.shape[1]
+    slots = nuts_slots()
+    result = {
+        "fits": n,
+        "padded_fits": len(chunk.padded),
+        "chains_in_call": chains,
+        "slots": slots,
+        "first_call_s": first,
+        "wall_s": seconds,
+        "mean_leapfrogs": float(leapfrogs.mean()),
+        "most_leapfrogs": int(leapfrogs.max()),
+    }
+    if slots is None or slots >= chains:
+        # Every chain in flight at once: the loop runs until the one with the most is done.
+        iterations = int(leapfrogs.max())
+        result.update(
+            iterations=iterations,
+            lockstep_efficiency=float(leapfrogs.mean() / iterations),
+            seconds_per_iteration=seconds / iterations,
+            ns_per_chain_iteration=seconds / iterations / chains * 1e9,
+        )
+    return {**result, **kernels}
+
+
+def profile_quadrature(counts, top: int) -> dict:
+    def call():
+        return fit_lanes(counts, None, "quadrature")
+
+    start = time.perf_counter()
+    call()
+    first = time.perf_counter() - start
+    _, seconds, kernels = traced(call, top)
+    b = int(np.asarray(counts.n_m).shape[0])
+    return {"fits": b, "first_call_s": first, "wall_s": seconds, "per_s": b / seconds, **kernels}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fits", type=int, default=4096, help="benchmark lanes to draw")
+    parser.add_argument("--top", type=int, default=25, help="kernels to list, largest first")
+    parser.add_argument("--hlo", action="store_true", help="also write the NUTS call's HLO")
+    parser.add_argument("--skip-quadrature", action="store_true")
+    parser.add_argument(
+        "--nuts-draws",
+        type=int,
+        nargs=2,
+        metavar=("WARMUP", "SAMPLES"),
+        help="fewer transitions than the default 500 + 1000 (a CPU's trace of the"
+        " whole loop has tens of millions of events)",
+    )
+    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--seed", type=int, default=0)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    if args.fits < 1 or args.top < 1:
+        parser.error("--fits and --top: at least 1")
+    counts, keys = lanes(sample_designs(args.fits, args.seed), args.seed)
+    stem = f"profile-{jax.devices()[0].platform}"
+    result = {**provenance("profile_kernels.py", argv), "partial": True}
+    path = write_record(result, args.out, stem)
+    hlo = path.with_name(path.stem + "-nuts-hlo.txt.gz") if args.hlo else None
+    settings = NUTSSettings()
+    if args.nuts_draws:
+        settings = settings._replace(warmup=args.nuts_draws[0], samples=args.nuts_draws[1])
+    result["nuts_settings"] = settings._asdict()
+    result["nuts"] = profile_nuts(counts, keys, settings, args.top, hlo)
+    write_record(result, args.out, stem, path)
+    if not args.skip_quadrature:
+        result["quadrature"] = profile_quadrature(counts, args.top)
+    del result["partial"]
+    write_record(result, args.out, stem, path)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
