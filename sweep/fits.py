@@ -381,7 +381,7 @@ class Chunk(NamedTuple):
         exact: quadrature (or the Beta itself), not NUTS.
         fn: the jitted kernel, called as ``fn(counts, n)`` when ``exact``, else
             ``fn(keys, counts, n)``, on the ``padded`` lanes (n: how many of
-            them count; NUTS runs no others).
+            them count; NUTS's leapfrog loop runs no others).
         rule: the name of its rule (:data:`QUADRATURE_RULES`, or "nuts").
         fallbacks: the rules :func:`fit_lanes` tries, in turn, on the lanes
             that ``fn`` rejects, in chunks of the same size. Where there are
