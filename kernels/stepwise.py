@@ -767,7 +767,8 @@ def run_queue(
             starts a chain in every free slot, which costs a gradient of
             every slot where the backend cannot skip it (an accelerator,
             without conditionals); a done chain's slot idles until the next
-            one. A chain's numbers are the same with any value.
+            one. A chain's numbers are the same with any value. By default
+            :data:`REFILL_EVERY_CPU` on CPU, :data:`REFILL_EVERY` elsewhere.
 
     Returns:
         :class:`ChainOutputs` ``(L, …)`` in queue order.
