@@ -134,8 +134,16 @@ CPU_EXACT_PAIRED_GROUP = 4
 #: rules with 8 and 6 t-nodes where the nested rule has up to 72): on 64 of
 #: the benchmark's lanes with 100 paired ratings, 3.1 ms a lane in groups of
 #: 16 and of 64, 3.5 in groups of 4; with 10 (s exact), 0.7 in groups of 16
-#: and 64, 0.9 of 4 (ad hoc, best of three).
-CPU_HERMITE_T_GROUP = 16
+#: and 64, 0.9 of 4 (ad hoc, best of three). Since 0.16.0 groups of 8: this
+#: rule gets the lanes the rules before it rejected, a few a chunk, and a
+#: group of 16 computes 16. One worker, best of three, the rule's calls took
+#: 43 ms on 1024 of the benchmark's lanes in groups of 8 against 53 in
+#: groups of 16 (chunks of 18, 6 and 4 lanes), 100 against 102 ms on 4096
+#: (a full chunk of 64 lanes: 70 against 66 ms); the driver with two
+#: workers, medians of seven interleaved runs, 8,388 against 7,220
+#: posteriors/s on 1024 lanes and 9,538 against 9,462 on 4096; the numbers
+#: bit for bit alike (ad hoc, 2026-11-26).
+CPU_HERMITE_T_GROUP = 8
 #: The same for :func:`kernels.gauss_hermite.alpha_t_summary`. Vmapped whole,
 #: a chunk cost its padding too: on 1024 of the benchmark's lanes (about 60
 #: of them for this rule, in chunks of 64) the driver ran at 0.76 times the
