@@ -170,7 +170,7 @@ def timed_fits(
     for c in plan_chunks(counts, method, nuts=settings, **plan):
         lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
         if not c.exact:
-            c.fn.lower(keys[c.padded], lanes).compile()
+            c.fn.lower(keys[c.padded], lanes, len(c.piece)).compile()
         for fn in (c.fn, *(stage.fn for stage in c.fallbacks)) if c.exact else ():
             fn.lower(lanes, len(c.piece)).compile()
     if WARM_UP:
