@@ -39,7 +39,9 @@ the nested rule alone, each variant ``--quadrature-repeats`` times (3 by
 default; the rates are from the median run, every run is in
 ``quadrature_runs_s``); and once more
 with one worker, each compiled call timed alone, for each rule's cost a lane
-(``rule_costs_one_worker``).
+(``rule_costs_one_worker``). ``--quadrature-variants driver`` times the
+driver alone: the nested rule alone takes about 5 minutes a run of 10^5
+lanes on the development CPU.
 
 ``--loops`` names the NUTS loops to time (both by default; the first named
 is the one the chunk-size and worker comparisons use); ``--lockstep 0`` and
@@ -49,7 +51,7 @@ once untimed first (for accelerators, see :func:`timed_fits`).
 Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--lockstep 64]
            [--nuts-chunks 64 256 1024] [--quadrature-chunks 1024 16384]
            [--loops leapfrog transition] [--workers 1 2] [--quadrature-only | --nuts-only]
-           [--warm-up] [--quadrature-repeats 3] [--out DIR]
+           [--warm-up] [--quadrature-repeats 3] [--quadrature-variants all|driver] [--out DIR]
 """
 
 from __future__ import annotations
@@ -186,24 +188,36 @@ def timed_fits(
     return out, float(np.median(runs))
 
 
-def quadrature_throughput(counts, keys) -> dict:
+def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     """Posteriors/s of the driver's quadrature, and of the nested rule alone, on the same lanes.
 
-    Also the share of lanes the adaptive Gauss–Hermite rule accepts and the
-    largest differences between the two paths' numbers.
+    Also the share of lanes each rule takes, each rule's cost from a
+    one-worker run, and, with ``variants``, the driver without each of its
+    middle rules, the nested rule alone (on the development CPU about 300
+    posteriors/s: 17 minutes for three runs of 10^5 lanes) and the largest
+    differences between its numbers and the driver's.
     """
     n = len(np.asarray(counts.n_m))
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
     rules = np.full(n, "", dtype=object)
-    runs = {
-        name: [0.0] * QUADRATURE_REPEATS
-        for name in ("driver", "without_t_outer", "without_alpha_t", "without_hermite_t", "nested")
-    }
+    names = ("without_t_outer", "without_alpha_t", "without_hermite_t", "nested")
+    runs = {name: [0.0] * QUADRATURE_REPEATS for name in ("driver", *(names if variants else ()))}
     driver, driver_s = timed_fits(
         counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
     )
     chunk_times = []
     fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times)
+    out = {
+        "quadrature_per_s": n / driver_s,
+        # Of all full-model lanes: the share whose numbers come from each rule.
+        "rule_shares": {rule: float(np.mean(rules[full] == rule)) for rule in FULL_MODEL_RULES},
+        "quadrature_s": driver_s,
+        # Each variant's timed runs, in order; the rates are from their medians.
+        "quadrature_runs_s": runs,
+        "rule_costs_one_worker": rule_costs(chunk_times),
+    }
+    if not variants:
+        return out
     _, no_t_outer_s = timed_fits(
         counts, keys, "quadrature", None, t_outer=None, runs=runs["without_t_outer"]
     )
@@ -222,7 +236,7 @@ def quadrature_throughput(counts, keys) -> dict:
         for name in ("post_mean", "post_sd", "ci_low", "ci_high")
     }
     return {
-        "quadrature_per_s": n / driver_s,
+        **out,
         "quadrature_without_t_outer_per_s": n / no_t_outer_s,
         "quadrature_without_alpha_t_per_s": n / three_rules_s,
         "quadrature_without_hermite_t_per_s": n / two_rules_s,
@@ -231,13 +245,7 @@ def quadrature_throughput(counts, keys) -> dict:
         "quadrature_over_without_alpha_t": three_rules_s / driver_s,
         "quadrature_over_without_hermite_t": two_rules_s / driver_s,
         "quadrature_over_nested_only": nested_s / driver_s,
-        # Of all full-model lanes: the share whose numbers come from each rule.
-        "rule_shares": {rule: float(np.mean(rules[full] == rule)) for rule in FULL_MODEL_RULES},
         "quadrature_max_abs_difference_to_nested_only": gap,
-        "quadrature_s": driver_s,
-        # Each variant's timed runs, in order; the rates above are from their medians.
-        "quadrature_runs_s": runs,
-        "rule_costs_one_worker": rule_costs(chunk_times),
     }
 
 
@@ -266,6 +274,7 @@ def throughput(
     quadrature_chunks=(),
     loops=("leapfrog", "transition"),
     quadrature=True,
+    quadrature_variants=True,
 ) -> dict:
     """Fits per second of quadrature and of NUTS with each of ``loops``, on the same lanes.
 
@@ -273,11 +282,16 @@ def throughput(
     with each chunk size; with ``nuts_chunks``, NUTS (the first of ``loops``)
     fits/s with each chunk size; with ``workers``, quadrature and NUTS with
     each number of chunks in flight at once. Without ``nuts``, quadrature
-    alone; without ``quadrature``, NUTS alone.
+    alone; without ``quadrature``, NUTS alone; without
+    ``quadrature_variants``, the quadrature driver alone (see
+    :func:`quadrature_throughput`).
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
     # Chunks of fit_lanes' default size (None), as a sweep runs them.
-    quadrature = {"fits": n, **(quadrature_throughput(counts, keys) if quadrature else {})}
+    quadrature = {
+        "fits": n,
+        **(quadrature_throughput(counts, keys, quadrature_variants) if quadrature else {}),
+    }
     if quadrature and quadrature_chunks:
         quadrature["quadrature_per_s_by_chunk"] = {
             str(c): n / timed_fits(counts, keys, "quadrature", c)[1] for c in quadrature_chunks
@@ -449,6 +463,12 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--nuts-only", action="store_true", help="time NUTS alone (no quadrature)")
     parser.add_argument(
+        "--quadrature-variants",
+        choices=["all", "driver"],
+        default="all",
+        help="time the driver without its middle rules and the nested rule alone, or not",
+    )
+    parser.add_argument(
         "--warm-up", action="store_true", help="run each timed set of fits once untimed first"
     )
     parser.add_argument(
@@ -495,6 +515,7 @@ def main(argv=None) -> None:
                 args.quadrature_chunks,
                 tuple(args.loops),
                 not args.nuts_only,
+                args.quadrature_variants == "all",
             )
         )
         print(json.dumps(result["throughput"][-1]), flush=True)
