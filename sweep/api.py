@@ -18,6 +18,7 @@ from typing import Literal
 import pandas as pd
 
 from kernels.summaries import FitResults
+from sweep.compile_cache import DEFAULT, use_compilation_cache
 from sweep.config import SweepSpec, load_sweep
 from sweep.errors import SweepError
 from sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
@@ -41,6 +42,7 @@ class RunReport:
     recomputed_corrupt: list[int] = field(default_factory=list)
     stale_temporaries: int = 0
     seconds: float = 0.0
+    compile_cache: Path | None = None
 
     def line(self) -> str:
         """One readable line for the user."""
@@ -108,6 +110,7 @@ def run(
     progress: bool = False,
     max_configurations: int = DEFAULT_MAX_CONFIGURATIONS,
     fault: Callable[[FitResults], FitResults] | None = None,
+    compile_cache: str | Path | None = None,
 ) -> RunReport:
     """Run (or finish) a sweep into ``out``; shards already on disk are not recomputed.
 
@@ -119,6 +122,11 @@ def run(
         progress: show a progress bar of configurations with an ETA.
         max_configurations: refuse sweeps with more fits than this.
         fault: fault-injection hook applied to each shard's fits (tests).
+        compile_cache: where to keep compiled programs for later runs: a
+            directory, "default" (:func:`sweep.compile_cache.default_cache_dir`)
+            or None (not at all, unless JAX already has a cache directory);
+            on Ray, each worker process uses the same request. See
+            :mod:`sweep.compile_cache`. The CLI's default is "default".
 
     Raises:
         SweepError: bad input; nothing is written.
@@ -127,6 +135,7 @@ def run(
         raise SweepError(f"--backend: {backend!r} is not a backend; allowed: local, ray")
     started = time.perf_counter()
     spec, configurations, shards = _plan(sweep, max_configurations)
+    cache = use_compilation_cache(compile_cache)
     store = open_store(out, spec, [len(s.configurations) for s in shards], create=True)
     with store.lock():
         stale = store.remove_stale_temporaries()
@@ -147,7 +156,9 @@ def run(
         else:
             from sweep.ray_runner import run_ray
 
-            results = run_ray(spec, todo, address=address, fault=fault)
+            # A named directory as this process resolved it, for workers elsewhere.
+            request = compile_cache if cache is None or compile_cache == DEFAULT else cache
+            results = run_ray(spec, todo, address=address, fault=fault, compile_cache=request)
         computed = 0
         try:
             for result in results:
@@ -169,6 +180,7 @@ def run(
         recomputed_corrupt=corrupt,
         stale_temporaries=stale,
         seconds=time.perf_counter() - started,
+        compile_cache=cache,
     )
 
 

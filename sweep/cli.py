@@ -63,6 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"refuse sweeps with more fits than this (default {DEFAULT_MAX_CONFIGURATIONS:,})",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cache = run.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--compile-cache",
+        metavar="DIR",
+        default="default",
+        help="keep compiled programs here for later runs (default: $BINMETRIC_SWEEP_COMPILE_CACHE, "
+        "else ~/.cache/binmetric-sweep/xla; JAX_COMPILATION_CACHE_DIR, if set, wins)",
+    )
+    cache.add_argument(
+        "--no-compile-cache",
+        dest="compile_cache",
+        action="store_const",
+        const=None,
+        help="compile every program afresh",
+    )
 
     status = commands.add_parser("status", help="shards and configurations done and to do")
     status.add_argument("dir", metavar="DIR")
@@ -130,6 +145,7 @@ def _run(args) -> None:
         address=args.address,
         progress=not args.no_progress,
         max_configurations=args.max_configurations,
+        compile_cache=args.compile_cache,
     )
     print(report.line())
 

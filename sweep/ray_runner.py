@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 
 from kernels.summaries import FitResults
+from sweep.compile_cache import use_compilation_cache
 from sweep.config import SweepSpec
 from sweep.shards import Shard, ShardResult, run_shard
 
@@ -51,6 +52,7 @@ def run_ray(
     workers_per_gpu: int = 1,
     max_in_flight: int | None = None,
     fault: Callable[[FitResults], FitResults] | None = None,
+    compile_cache: str | os.PathLike | None = None,
 ) -> Iterator[ShardResult]:
     """Compute shards as Ray tasks and yield each result as it finishes (any order).
 
@@ -58,6 +60,9 @@ def run_ray(
     already initialised in this process, starts a local Ray instance and stops
     it afterwards. At most ``max_in_flight`` tasks (default: twice the
     cluster's CPUs) are queued at once so the object store holds few results.
+    Each task first asks for ``compile_cache`` in its worker process
+    (:func:`sweep.compile_cache.use_compilation_cache`; "default" is that
+    node's own default directory), going without where it cannot be had.
     """
     import ray
 
@@ -70,14 +75,15 @@ def run_ray(
     try:
         resources = ray.cluster_resources()
         options = task_options(resources.get("GPU", 0.0), workers_per_gpu)
-        task = ray.remote(run_shard).options(**options)
+        task = ray.remote(_run_shard_task).options(**options)
         limit = max_in_flight or max(2, int(2 * resources.get("CPU", 1)))
         spec_ref = ray.put(spec)
         queue = list(reversed(shards))
         while queue or running:
             while queue and len(running) < limit:
                 # A task holds one CPU (task_options), so it fits one chunk at a time.
-                running.append(task.remote(spec_ref, queue.pop(), workers=1, fault=fault))
+                shard = queue.pop()
+                running.append(task.remote(spec_ref, shard, compile_cache, workers=1, fault=fault))
             done, running = ray.wait(running, num_returns=1)
             yield ray.get(done[0])
     finally:
@@ -85,3 +91,9 @@ def run_ray(
             ray.cancel(ref)
         if started_here:
             ray.shutdown()
+
+
+def _run_shard_task(spec: SweepSpec, shard: Shard, compile_cache, **kwargs) -> ShardResult:
+    """A Ray task: :func:`sweep.shards.run_shard` with the compilation cache asked for."""
+    use_compilation_cache(compile_cache, strict=False)
+    return run_shard(spec, shard, **kwargs)

@@ -1,0 +1,81 @@
+"""`sweep run`'s compilation cache: where it goes, what turns it off, the same numbers from it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import yaml
+
+from sweep.api import load_fits, load_surface
+from sweep.compile_cache import ENV_VAR, default_cache_dir
+
+from .helpers import REPO, sorted_surface, tiny
+
+
+def test_the_default_directory_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "binmetric-sweep" / "xla"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "binmetric-sweep" / "xla"
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "mine"))
+    assert default_cache_dir() == tmp_path / "mine"
+    monkeypatch.setenv(ENV_VAR, "off")
+    assert default_cache_dir() is None
+
+
+def _cli(tmp_path, xdg: str, *args) -> subprocess.CompletedProcess:
+    """``python -m sweep`` with no JAX cache settings of its own (the suite's are dropped)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE")) and k != ENV_VAR
+    }
+    env.update(PYTHONPATH=str(REPO), XDG_CACHE_HOME=str(tmp_path / xdg))
+    return subprocess.run(
+        [sys.executable, "-m", "sweep", "run", *args, "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def test_a_run_from_the_cache_gives_the_same_numbers_and_a_bad_cache_exits_2(tmp_path):
+    # ρ and η known: one small program to compile, so the subprocesses stay quick.
+    sweep = tmp_path / "known.yaml"
+    sweep.write_text(yaml.safe_dump(tiny(grid={**tiny()["grid"], "n_rho_eta": "known"})))
+    cache = tmp_path / "xdg" / "binmetric-sweep" / "xla"
+    first = _cli(tmp_path, "xdg", str(sweep), "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    entries = set(os.listdir(cache))
+    assert entries  # the default directory, under XDG_CACHE_HOME
+    # Named this time, and found there. (Not quite nothing new: now and then
+    # one program more, compiled in one run and not the other. A flag named
+    # --xla-… made every key new: JAX counts such arguments as XLA flags.)
+    second = _cli(
+        tmp_path, "other", str(sweep), "--out", str(tmp_path / "b"), "--compile-cache", cache
+    )
+    assert second.returncode == 0, second.stderr
+    assert len(set(os.listdir(cache)) - entries) <= len(entries) // 20
+    assert not (tmp_path / "other").exists()
+    for load in (load_fits, load_surface):
+        pd.testing.assert_frame_equal(
+            sorted_surface(load(tmp_path / "a")), sorted_surface(load(tmp_path / "b"))
+        )
+    # Turned off: no directory made, even for a run with nothing left to compute.
+    off = _cli(tmp_path, "third", str(sweep), "--out", str(tmp_path / "a"), "--no-compile-cache")
+    assert off.returncode == 0 and "0 computed" in off.stdout, off.stderr
+    assert not (tmp_path / "third").exists()
+    on = _cli(tmp_path, "third", str(sweep), "--out", str(tmp_path / "a"))
+    assert on.returncode == 0 and (tmp_path / "third" / "binmetric-sweep" / "xla").is_dir()
+    # A directory that cannot be made: one line naming the flag, nothing written.
+    (tmp_path / "file").write_text("")
+    bad_dir = tmp_path / "file" / "x"
+    bad = _cli(tmp_path, "xdg", str(sweep), "--out", tmp_path / "d", "--compile-cache", bad_dir)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("sweep: error: --compile-cache: ") and bad.stderr.count("\n") == 1
+    assert not (tmp_path / "d").exists()
