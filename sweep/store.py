@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from sweep import __version__
+from sweep import NUMBERS_VERSION, __version__
 from sweep.config import SweepSpec, spec_digest
 from sweep.errors import SweepError
 from sweep.shards import ShardResult
@@ -152,6 +152,7 @@ class Store:
             _META + "sweep": sweep_yaml,
             _META + "digest": self.digest,
             _META + "version": __version__,
+            _META + "numbers_version": NUMBERS_VERSION,
             _META + "seed": str(self.spec.seed),
             _META + "method": self.spec.method,
             _META + "sampler": json.dumps(self.spec.sampler.model_dump()),
@@ -238,13 +239,14 @@ def open_store(out: str | Path, spec: SweepSpec, shard_rows: list[int], create: 
         raise SweepError(f"--out: {str(out)!r} is a file, not a directory")
     if manifest_path.exists():
         manifest = read_manifest(out)
-        if manifest.get("version") != __version__:
-            # The kernels' numbers change between versions: one sweep, one version.
+        written = manifest.get("numbers_version", manifest.get("version"))
+        if written != NUMBERS_VERSION:
+            # One sweep, one version of the numbers: the kernels' change between versions.
             raise SweepError(
                 f"--out: {str(out)!r} was written by binmetric-sweep "
-                f"{manifest.get('version')}, and this is {__version__}, whose kernels may "
-                "give different numbers; finish it with that version, or give a fresh --out "
-                "directory"
+                f"{manifest.get('version')} (numbers of {written}), and this is {__version__} "
+                f"(numbers of {NUMBERS_VERSION}), whose kernels may give different numbers; "
+                "finish it with that version, or give a fresh --out directory"
             )
         changed = _differences(manifest.get("sweep"), spec.canonical())
         if changed:
@@ -266,6 +268,7 @@ def open_store(out: str | Path, spec: SweepSpec, shard_rows: list[int], create: 
         "sweep": spec.canonical(),
         "digest": store.digest,
         "version": __version__,
+        "numbers_version": NUMBERS_VERSION,
         "configurations": int(sum(shard_rows)),
         "shards": len(shard_rows),
         "shard_rows": shard_rows,

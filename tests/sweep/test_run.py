@@ -94,6 +94,7 @@ def test_generic_readers_and_metadata(tiny_run):
     meta = pq.read_metadata(out / "fits" / "shard-00000.parquet").metadata
     assert yaml.safe_load(meta[b"binmetric_sweep.sweep"])["name"] == "tiny"
     assert meta[b"binmetric_sweep.version"].decode() == sweep.__version__
+    assert meta[b"binmetric_sweep.numbers_version"].decode() == sweep.NUMBERS_VERSION
     assert meta[b"binmetric_sweep.seed"] == b"11"
     assert json.loads(meta[b"binmetric_sweep.sampler"])["chains"] == 4
     for module in ("polars", "duckdb"):
@@ -148,15 +149,24 @@ def test_another_sweep_in_the_same_directory_is_refused_naming_the_change(tmp_pa
     assert sorted(p.name for p in out.rglob("*")) == before
 
 
-def test_a_directory_written_by_another_version_is_refused(tmp_path):
+def test_a_directory_with_other_numbers_is_refused_and_one_with_the_same_resumes(tmp_path):
     out = tmp_path / "out"
     sweep.run(tiny(), out)
     manifest = json.loads((out / "sweep.json").read_text())
-    (out / "sweep.json").write_text(json.dumps({**manifest, "version": "0.0.1"}))
-    before = sorted(p.name for p in out.rglob("*"))
-    with pytest.raises(SweepError, match=r"written by binmetric-sweep 0\.0\.1, and this is"):
-        sweep.run(tiny(), out)
-    assert sorted(p.name for p in out.rglob("*")) == before
+    assert manifest["numbers_version"] == sweep.NUMBERS_VERSION
+    # Written before numbers versions were recorded: its own version counts.
+    old = {k: v for k, v in manifest.items() if k != "numbers_version"}
+    for written in ({**old, "version": "0.0.1"}, {**manifest, "numbers_version": "0.0.1"}):
+        (out / "sweep.json").write_text(json.dumps(written))
+        before = sorted(p.name for p in out.rglob("*"))
+        with pytest.raises(SweepError, match=r"written by binmetric-sweep .*numbers of 0\.0\.1"):
+            sweep.run(tiny(), out)
+        assert sorted(p.name for p in out.rglob("*")) == before
+    # Another package version with the same numbers finishes the sweep.
+    (out / "sweep.json").write_text(json.dumps({**old, "version": sweep.NUMBERS_VERSION}))
+    next(out.glob("fits/*.parquet")).unlink()
+    report = sweep.run(tiny(), out)
+    assert report.computed == 1 and sweep.status(out).done == report.shards
 
 
 def test_seed_changes_sampled_counts_but_not_expected_ones(tmp_path):
