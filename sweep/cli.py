@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from sweep.compile_cache import DEFAULT as DEFAULT_COMPILE_CACHE
 from sweep.errors import SweepError
 from sweep.grid import DEFAULT_MAX_CONFIGURATIONS
 
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument(
         "--compile-cache",
         metavar="DIR",
-        default="default",
+        default=DEFAULT_COMPILE_CACHE,
         help="keep compiled programs here for later runs (default: $BINMETRIC_SWEEP_COMPILE_CACHE, "
         "else ~/.cache/binmetric-sweep/xla; JAX_COMPILATION_CACHE_DIR, if set, wins)",
     )
