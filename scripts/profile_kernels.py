@@ -35,7 +35,6 @@ import gzip
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import jax
@@ -43,7 +42,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
-from bench_kernels import lanes, sample_designs  # noqa: E402 - beside this script
+from bench_kernels import lanes, sample_designs, timed  # noqa: E402 - beside this script
 from jax.profiler import ProfileData  # noqa: E402
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
@@ -103,9 +102,7 @@ def traced(fn, top: int) -> tuple[object, float, dict]:
     """``fn()`` under the profiler: its value, wall seconds and :func:`kernel_times`."""
     with tempfile.TemporaryDirectory(prefix="profile-") as trace_dir:
         with jax.profiler.trace(trace_dir):
-            start = time.perf_counter()
-            value = fn()
-            seconds = time.perf_counter() - start
+            value, seconds = timed(fn)
         return value, seconds, kernel_times(trace_dir, top)
 
 
@@ -119,9 +116,7 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
     def call():
         return jax.device_get(chunk.fn(keys_in, lanes_in, n))
 
-    start = time.perf_counter()
-    call()
-    first = time.perf_counter() - start
+    _, first = timed(call)
     draws, seconds, kernels = traced(call, top)
     if hlo_path is not None:
         with gzip.open(hlo_path, "wt") as f:
@@ -155,9 +150,7 @@ def profile_quadrature(counts, top: int) -> dict:
     def call():
         return fit_lanes(counts, None, "quadrature")
 
-    start = time.perf_counter()
-    call()
-    first = time.perf_counter() - start
+    _, first = timed(call)
     _, seconds, kernels = traced(call, top)
     b = int(np.asarray(counts.n_m).shape[0])
     return {"fits": b, "first_call_s": first, "wall_s": seconds, "per_s": b / seconds, **kernels}
