@@ -83,6 +83,11 @@ class NUTSSettings(NamedTuple):
             (NumPyro's ``sample_kernel``: one whole transition of every lane,
             the batch running each transition's longest trajectory). Both
             are the same NUTS; ``dense_mass`` always runs ``"transition"``.
+        leapfrogs_per_iteration: with ``loop="leapfrog"``, the leapfrog steps
+            of every lane in one iteration of the loop: the same draws with
+            any value, and fewer loop trips (each a round trip to the host on
+            an accelerator) against a larger program. None: the backend's
+            default (:func:`kernels.stepwise.run_lanes`).
     """
 
     chains: int = 4
@@ -95,6 +100,7 @@ class NUTSSettings(NamedTuple):
     record_steps: bool = False
     ridge: bool = True
     loop: str = "leapfrog"
+    leapfrogs_per_iteration: int | None = None
 
 
 class ChainDraws(NamedTuple):
@@ -306,6 +312,7 @@ def _run_stepwise(
         settings.record_steps,
         slots=slots,
         n_valid=n_valid,
+        leapfrogs_per_iteration=settings.leapfrogs_per_iteration,
     )
     return ChainDraws(
         alpha=out.alpha,

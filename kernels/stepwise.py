@@ -80,6 +80,11 @@ _LOG_SEARCH_ACCEPT = math.log(0.8)
 #: is skipped unless a chain is done, and elsewhere, where each costs a
 #: gradient of every slot.
 REFILL_EVERY_CPU, REFILL_EVERY = 1, 16
+#: Leapfrog steps per iteration of :func:`run_lanes`'s loop off CPU. An
+#: accelerator ends each iteration by copying the loop's condition to its
+#: host; unrolled steps share one such round trip (a finished lane's step
+#: changes none of its outputs, so the draws are the same with any number).
+LEAPFROGS_PER_ITERATION = 1
 
 
 class Trajectory(NamedTuple):
@@ -280,6 +285,8 @@ class _Sampler(NamedTuple):
     # Batch-level conditionals (:func:`_materialized`, the adaptation update):
     # on CPU, where they are cheap; an accelerator would wait on its host for each.
     conditionals: bool
+    # Leapfrog steps unrolled in one iteration of the batch's loop.
+    unroll: int
 
 
 def _initial_state(key: Array, z: Array, model_args, sampler: _Sampler) -> StepwiseState:
@@ -551,7 +558,13 @@ def _make_sampler(
     max_tree_depth: int,
     warmup_max_tree_depth: int,
     record_steps: bool,
+    unroll: int | None = None,
 ) -> _Sampler:
+    on_cpu = jax.default_backend() == "cpu"
+    if unroll is None:
+        unroll = 1 if on_cpu else LEAPFROGS_PER_ITERATION
+    if int(unroll) < 1:
+        raise ValueError(f"leapfrogs_per_iteration must be at least 1, got {unroll}")
     return _Sampler(
         potential_fn_gen,
         int(dim),
@@ -561,7 +574,8 @@ def _make_sampler(
         int(max_tree_depth),
         int(min(warmup_max_tree_depth, max_tree_depth)),
         bool(record_steps),
-        jax.default_backend() == "cpu",
+        on_cpu,
+        int(unroll),
     )
 
 
@@ -642,6 +656,7 @@ def run_lanes(
     max_tree_depth: int = 10,
     warmup_max_tree_depth: int = 10,
     record_steps: bool = False,
+    leapfrogs_per_iteration: int | None = None,
 ) -> tuple[StepwiseState, ChainOutputs]:
     """Warm-up and ``samples`` NUTS transitions of L independent chains, one leapfrog per iteration.
 
@@ -659,6 +674,9 @@ def run_lanes(
         max_tree_depth: cap on doublings after warm-up (2^depth − 1 leapfrogs).
         warmup_max_tree_depth: the cap during warm-up (at most ``max_tree_depth``).
         record_steps: keep each kept transition's leapfrog count.
+        leapfrogs_per_iteration: static; leapfrog steps of every lane unrolled
+            in one iteration of the loop (the same draws with any value). By
+            default 1 on CPU, :data:`LEAPFROGS_PER_ITERATION` elsewhere.
 
     Returns:
         The final :class:`StepwiseState` and the :class:`ChainOutputs`, both
@@ -674,6 +692,7 @@ def run_lanes(
         max_tree_depth,
         warmup_max_tree_depth,
         record_steps,
+        leapfrogs_per_iteration,
     )
     return _run_all(keys, z, model_args, sampler)
 
@@ -691,8 +710,10 @@ def _run_all(
 
     def step(carry):
         state, draws = carry
-        state, draw = _step_all(state, model_args, sampler)
-        return state, _keep(draws, rows, draw)
+        for _ in range(sampler.unroll):
+            state, draw = _step_all(state, model_args, sampler)
+            draws = _keep(draws, rows, draw)
+        return state, draws
 
     state, draws = jax.lax.while_loop(lambda c: _running(c[0]), step, (state, draws))
     return state, _outputs(draws, _total(totals, rows, state), sampler)
@@ -739,6 +760,7 @@ def run_queue(
     slots: int | None = None,
     n_valid: Array | int | None = None,
     refill_every: int | None = None,
+    leapfrogs_per_iteration: int | None = None,
 ) -> ChainOutputs:
     """:func:`run_lanes` for a queue of L chains advanced ``slots`` at a time.
 
@@ -769,6 +791,8 @@ def run_queue(
             without conditionals); a done chain's slot idles until the next
             one. A chain's numbers are the same with any value. By default
             :data:`REFILL_EVERY_CPU` on CPU, :data:`REFILL_EVERY` elsewhere.
+        leapfrogs_per_iteration: as in :func:`run_lanes`, where every chain
+            has a slot (``slots`` None or at least L); ignored otherwise.
 
     Returns:
         :class:`ChainOutputs` ``(L, …)`` in queue order.
@@ -783,6 +807,7 @@ def run_queue(
         max_tree_depth,
         warmup_max_tree_depth,
         record_steps,
+        leapfrogs_per_iteration,
     )
     width = size if slots is None else max(1, min(int(slots), size))
     if width == size:  # every chain in a slot from the start: nothing to refill

@@ -278,6 +278,7 @@ def throughput(
     loops=("leapfrog", "transition"),
     quadrature=True,
     quadrature_variants=True,
+    nuts_unroll=(),
 ) -> dict:
     """Fits per second of quadrature and of NUTS with each of ``loops``, on the same lanes.
 
@@ -287,7 +288,10 @@ def throughput(
     each number of chunks in flight at once. Without ``nuts``, quadrature
     alone; without ``quadrature``, NUTS alone; without
     ``quadrature_variants``, the quadrature driver alone (see
-    :func:`quadrature_throughput`).
+    :func:`quadrature_throughput`). With ``nuts_unroll``, NUTS (the first of
+    ``loops``) fits/s with each number of leapfrog steps per loop iteration,
+    and the largest difference of its posterior means from the default's
+    (the same draws are expected; a different program may round otherwise).
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
     # Chunks of fit_lanes' default size (None), as a sweep runs them.
@@ -301,11 +305,21 @@ def throughput(
         }
     if not nuts:
         return quadrature
-    seconds = {
-        loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop))[1]
+    fitted = {
+        loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop))
         for loop in loops
     }
+    seconds = {loop: s for loop, (_, s) in fitted.items()}
     first = settings._replace(loop=loops[0])
+    by_unroll = {}
+    for u in nuts_unroll:
+        out, s = timed_fits(counts, keys, "nuts", None, first._replace(leapfrogs_per_iteration=u))
+        means = np.asarray(out.post_mean), np.asarray(fitted[loops[0]][0].post_mean)
+        by_unroll[str(u)] = {
+            "fits_per_s": n / s,
+            "s": s,
+            "post_mean_max_abs_diff": float(np.max(np.abs(means[0] - means[1]))),
+        }
     by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, first)[1] for c in nuts_chunks}
     by_workers = {
         str(w): {
@@ -324,6 +338,9 @@ def throughput(
     for loop, s in seconds.items():
         out[f"{names[loop]}_fits_per_s"] = n / s
         out[f"{names[loop]}_s"] = s
+    # A fingerprint of the default loop's fits, to compare runs across processes
+    # (another XLA_FLAGS, another device).
+    out["nuts_post_mean_sum"] = float(np.sum(np.asarray(fitted[loops[0]][0].post_mean)))
     if len(seconds) == 2:
         out["leapfrog_over_transition_loop"] = seconds["transition"] / seconds["leapfrog"]
     return {
@@ -333,6 +350,7 @@ def throughput(
         "default_workers": default_workers(),
         **({f"{names[loops[0]]}_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
         **({"by_workers": by_workers} if by_workers else {}),
+        **({"nuts_by_leapfrogs_per_iteration": by_unroll} if by_unroll else {}),
     }
 
 
@@ -493,6 +511,13 @@ def main(argv=None) -> None:
         "--workers", type=int, nargs="*", default=[], help="chunks in flight at once to compare"
     )
     parser.add_argument(
+        "--nuts-unroll",
+        type=int,
+        nargs="*",
+        default=[],
+        help="leapfrog steps per loop iteration to compare with the default (NUTSSettings)",
+    )
+    parser.add_argument(
         "--quadrature-only", action="store_true", help="time quadrature alone (no NUTS)"
     )
     parser.add_argument("--nuts-only", action="store_true", help="time NUTS alone (no quadrature)")
@@ -550,6 +575,7 @@ def main(argv=None) -> None:
                 tuple(args.loops),
                 not args.nuts_only,
                 args.quadrature_variants == "all",
+                args.nuts_unroll,
             )
         )
         print(json.dumps(result["throughput"][-1]), flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -20,6 +21,8 @@ def provenance(script: str, argv: list[str]) -> dict:
         "jax": jax.__version__,
         "numpyro": numpyro.__version__,
         "command": f"python scripts/{script} " + " ".join(argv),
+        # XLA's own flags change the compiled programs (and so the timings).
+        **({"xla_flags": os.environ["XLA_FLAGS"]} if os.environ.get("XLA_FLAGS") else {}),
     }
 
 
