@@ -99,6 +99,8 @@ def test_unrolled_steps_give_the_same_numbers():
     three_state, three = run(keys, scales, warmup=60, samples=80, leapfrogs_per_iteration=3)
     for name, x, y in zip(one._fields, one, three, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), name)
-    np.testing.assert_array_equal(np.asarray(one_state.position.z), np.asarray(three_state.position.z))
+    np.testing.assert_array_equal(
+        np.asarray(one_state.position.z), np.asarray(three_state.position.z)
+    )
     # Lanes took different totals, so most finished inside an unrolled iteration.
     assert len(np.unique(np.asarray(one.leapfrogs) % 3)) > 1
