@@ -74,6 +74,7 @@ import numpy as np  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
+import sweep.fits as fits_module  # noqa: E402
 from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from kernels.gauss_hermite import AlphaTRule, LaplaceRule  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
@@ -279,6 +280,7 @@ def throughput(
     quadrature=True,
     quadrature_variants=True,
     nuts_unroll=(),
+    nuts_slots=(),
 ) -> dict:
     """Fits per second of quadrature and of NUTS with each of ``loops``, on the same lanes.
 
@@ -292,6 +294,9 @@ def throughput(
     ``loops``) fits/s with each number of leapfrog steps per loop iteration,
     and the largest difference of its posterior means from the default's
     (the same draws are expected; a different program may round otherwise).
+    With ``nuts_slots``, on an accelerator, NUTS fits/s with calls of the
+    largest of ``nuts_chunks`` (else the default) run as queues on each
+    number of slots (``sweep.fits.ACCELERATOR_NUTS_SLOTS``; chains).
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
     # Chunks of fit_lanes' default size (None), as a sweep runs them.
@@ -306,8 +311,7 @@ def throughput(
     if not nuts:
         return quadrature
     fitted = {
-        loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop))
-        for loop in loops
+        loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop)) for loop in loops
     }
     seconds = {loop: s for loop, (_, s) in fitted.items()}
     first = settings._replace(loop=loops[0])
@@ -321,6 +325,21 @@ def throughput(
             "post_mean_max_abs_diff": float(np.max(np.abs(means[0] - means[1]))),
         }
     by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, first)[1] for c in nuts_chunks}
+    by_slots = {}
+    for slots in nuts_slots:
+        fits_module.ACCELERATOR_NUTS_SLOTS = slots
+        try:
+            chunk = max(nuts_chunks) if nuts_chunks else None
+            out, s = timed_fits(counts, keys, "nuts", chunk, first)
+        finally:
+            fits_module.ACCELERATOR_NUTS_SLOTS = None
+        means = np.asarray(out.post_mean), np.asarray(fitted[loops[0]][0].post_mean)
+        by_slots[str(slots)] = {
+            "chunk": chunk,
+            "fits_per_s": n / s,
+            "s": s,
+            "post_mean_max_abs_diff": float(np.max(np.abs(means[0] - means[1]))),
+        }
     by_workers = {
         str(w): {
             **(
@@ -351,6 +370,7 @@ def throughput(
         **({f"{names[loops[0]]}_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
         **({"by_workers": by_workers} if by_workers else {}),
         **({"nuts_by_leapfrogs_per_iteration": by_unroll} if by_unroll else {}),
+        **({"nuts_by_accelerator_slots": by_slots} if by_slots else {}),
     }
 
 
@@ -511,6 +531,13 @@ def main(argv=None) -> None:
         "--workers", type=int, nargs="*", default=[], help="chunks in flight at once to compare"
     )
     parser.add_argument(
+        "--nuts-slots",
+        type=int,
+        nargs="*",
+        default=[],
+        help="on an accelerator, NUTS queues on this many slots (chains) to compare",
+    )
+    parser.add_argument(
         "--nuts-unroll",
         type=int,
         nargs="*",
@@ -576,6 +603,7 @@ def main(argv=None) -> None:
                 not args.nuts_only,
                 args.quadrature_variants == "all",
                 args.nuts_unroll,
+                args.nuts_slots,
             )
         )
         print(json.dumps(result["throughput"][-1]), flush=True)

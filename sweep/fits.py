@@ -100,6 +100,9 @@ MIN_BATCH = 64
 #: version 0.7.0). Fixed, whatever the call's size: XLA on CPU computes a lane
 #: bit for bit alike in batches of 32, 64 and 128 chains, not of 256 and 512.
 CPU_NUTS_SLOTS = 128
+#: Elsewhere (an accelerator) the slots of a NUTS call; None: all of its
+#: chains at once (:func:`nuts_slots`).
+ACCELERATOR_NUTS_SLOTS: int | None = None
 #: On CPU a NUTS call takes up to this many chains (a power of two of fits):
 #: the queue its slots work through (:func:`default_chunk_size`).
 CPU_NUTS_QUEUE = 512
@@ -218,7 +221,7 @@ def nuts_slots(backend: str | None = None) -> int | None:
     already wait little, and the refills cost what the queue saves.
     """
     if (backend or jax.default_backend()) != "cpu":
-        return None
+        return ACCELERATOR_NUTS_SLOTS
     return CPU_NUTS_SLOTS
 
 
