@@ -211,14 +211,15 @@ def nuts_slots(backend: str | None = None) -> int | None:
     """Chains a NUTS call advances at once (:func:`kernels.stepwise.run_queue`'s ``slots``).
 
     On CPU :data:`CPU_NUTS_SLOTS`, whatever the call's size, and a call holds
-    at least that many chains (:func:`_nuts_call_fits`). Elsewhere None: all
-    of the call's chains at once, as before queues. Untimed there; a model of
-    the H100's cost (44 µs an iteration plus 9.5 ns a chain, fitted to
-    0.10.0's timings) on per-chain leapfrog totals measured on CPU predicts
-    0.98–1.04 times the time of chunks of 4096 fits for queues of 8192–16,384
-    fits on 16,384 slots, a refill every 16 steps costing a step
-    (ad hoc, 2026-11-26): lanes sorted by difficulty in chunks that large
-    already wait little, and the refills cost what the queue saves.
+    at least that many chains (:func:`_nuts_call_fits`). Elsewhere
+    :data:`ACCELERATOR_NUTS_SLOTS` (None: all of the call's chains at once).
+    On an H100, 16,384 fits ran at 577 fits/s in the default calls of 4096
+    fits, and in calls of 16,384 at 670 with all chains at once and at 665
+    and 718 as queues on 16,384 and 32,768 slots
+    (benchmarks/results/kernels-gpu-20261126-061902.json). Those larger
+    calls changed some fits' numbers (posterior means up to 0.012 apart),
+    where calls of 4096 and 1024 fits gave the same bits, so none is the
+    default.
     """
     if (backend or jax.default_backend()) != "cpu":
         return ACCELERATOR_NUTS_SLOTS
@@ -260,7 +261,12 @@ def default_workers(backend: str | None = None) -> int:
 
 
 def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
-    """Fits per chunk that keep the kept draws (and their host copies) within the budget."""
+    """Fits per chunk that keep the kept draws (and their host copies) within the budget.
+
+    At most 4096: on an H100 a fit's numbers were the same in calls of 4096
+    and 1024 fits, not in calls of 16,384 (:func:`nuts_slots`), and a sweep's
+    numbers must not depend on how its shards group the lanes.
+    """
     per_fit = settings.chains * settings.samples * 8 * 4  # draws, ranks, normal scores, copies
     if settings.record_steps:
         per_fit += settings.chains * settings.samples * 4
