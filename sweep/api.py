@@ -73,6 +73,7 @@ class SweepStatus:
     compute_seconds: float
     elapsed_seconds: float
     nodes: dict[str, int]
+    devices: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """A few readable lines for the user."""
@@ -90,6 +91,16 @@ class SweepStatus:
         if self.nodes:
             out.append(
                 "nodes: " + ", ".join(f"{n} ({k} shards)" for n, k in sorted(self.nodes.items()))
+            )
+        if self.devices:
+            out.append(
+                "devices: "
+                + ", ".join(f"{d} ({k} shards)" for d, k in sorted(self.devices.items()))
+            )
+        if len(set(self.devices) - {"not recorded"}) > 1:
+            out.append(
+                "note: shards were computed on different kinds of device, whose draws differ "
+                "for the same seed (see the README, Installing for GPU)"
             )
         return out
 
@@ -209,8 +220,11 @@ def status(out: str | Path) -> SweepStatus:
     states = store.states()
     done = [s for s in states if s.state == "done"]
     nodes: dict[str, int] = {}
+    devices: dict[str, int] = {}
     for s in done:
         nodes[s.node] = nodes.get(s.node, 0) + 1
+        device = s.device or "not recorded"
+        devices[device] = devices.get(device, 0) + 1
     written = [s.written for s in done]
     configs_done = sum(store.shard_rows[s.index] for s in done)
     return SweepStatus(
@@ -226,6 +240,7 @@ def status(out: str | Path) -> SweepStatus:
         compute_seconds=sum(s.seconds for s in done),
         elapsed_seconds=(max(written) - min(written)) if written else 0.0,
         nodes=nodes,
+        devices=devices,
     )
 
 

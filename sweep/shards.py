@@ -108,6 +108,9 @@ class ShardResult(NamedTuple):
         surface: one row per (configuration, γ, power), columns :data:`SURFACE_COLUMNS`.
         node: where it ran (host name, and Ray node id when under Ray).
         seconds: wall-clock time spent computing it.
+        device: what computed it, as "platform: kind" (JAX's first device,
+            e.g. "cpu: cpu" or "gpu: NVIDIA H100 80GB HBM3"): a CPU and a GPU
+            give different draws for the same seed.
     """
 
     index: int
@@ -115,6 +118,7 @@ class ShardResult(NamedTuple):
     surface: pa.Table
     node: str
     seconds: float
+    device: str = ""
 
 
 def make_shards(configurations: pd.DataFrame, shard_size: int) -> list[Shard]:
@@ -147,6 +151,12 @@ def _designs(configurations: pd.DataFrame, replicates: int) -> Design:
         shared_paired=column("shared_paired", bool),
         rho_eta_known=column("rho_eta_known", bool),
     )
+
+
+def device_name() -> str:
+    """JAX's first device as "platform: kind", the device a shard's fits run on."""
+    device = jax.devices()[0]
+    return f"{device.platform}: {device.device_kind}"
 
 
 def _node_name() -> str:
@@ -221,7 +231,9 @@ def run_shard(
     )
     summary = jax.tree.map(np.asarray, summary)
     surface = _surface_table(spec, shard.index, configs, gammas, powers, summary)
-    return ShardResult(shard.index, fits_table, surface, _node_name(), time.perf_counter() - start)
+    return ShardResult(
+        shard.index, fits_table, surface, _node_name(), time.perf_counter() - start, device_name()
+    )
 
 
 def _fits_table(configs, replicate, counts, fits: FitResults, finite) -> pa.Table:

@@ -52,6 +52,8 @@ class ShardState(NamedTuple):
         node: where it was computed ("" unless done).
         seconds: compute time recorded with it (0 unless done).
         written: when it was written (Unix time; 0 unless done).
+        device: the device that computed it (:attr:`sweep.shards.ShardResult.device`;
+            "" unless done, or where an older version wrote it).
     """
 
     index: int
@@ -60,6 +62,7 @@ class ShardState(NamedTuple):
     node: str = ""
     seconds: float = 0.0
     written: float = 0.0
+    device: str = ""
 
 
 def _differences(old, new, path: str = "") -> list[str]:
@@ -140,6 +143,7 @@ class Store:
             node=meta.get(_META + "node", ""),
             seconds=float(meta.get(_META + "seconds", 0.0)),
             written=float(meta.get(_META + "written", 0.0)),
+            device=meta.get(_META + "device", ""),
         )
 
     def states(self) -> list[ShardState]:
@@ -158,6 +162,7 @@ class Store:
             _META + "sampler": json.dumps(self.spec.sampler.model_dump()),
             _META + "shard": str(result.index),
             _META + "node": result.node,
+            _META + "device": result.device,
             _META + "seconds": f"{result.seconds:.6f}",
             _META + "written": f"{time.time():.3f}",
         }

@@ -13,6 +13,7 @@ import yaml
 
 import sweep
 from sweep.errors import SweepError
+from sweep.shards import device_name
 from tests.kernels.helpers import published_table
 
 from .helpers import CONFIGS, sorted_surface, tiny
@@ -131,11 +132,21 @@ def test_rerun_computes_nothing_and_missing_or_corrupt_shards_are_redone(tmp_pat
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # truncated on disk
     state = sweep.status(out)
     assert state.missing == [2] and list(state.corrupt) == [4] and state.done == 4
+    assert state.devices == {device_name(): 4}
     report = sweep.run(tiny(), out)
     assert report.computed == 2 and report.recomputed_corrupt == [4]
     pd.testing.assert_frame_equal(
         sorted_surface(sweep.load_surface(out)), sorted_surface(sweep.load_surface(tiny_run[0]))
     )
+    # A shard computed on another kind of device (its record rewritten as if it had been):
+    # status says so, since its draws would differ for the same seed.
+    path = out / "fits" / "shard-00001.parquet"
+    table = pq.read_table(path)
+    meta = {**table.schema.metadata, b"binmetric_sweep.device": b"gpu: NVIDIA H100 80GB HBM3"}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    state = sweep.status(out)
+    assert state.devices == {device_name(): 5, "gpu: NVIDIA H100 80GB HBM3": 1}
+    assert any(line.startswith("note: shards were computed on different") for line in state.lines())
 
 
 def test_another_sweep_in_the_same_directory_is_refused_naming_the_change(tmp_path, tiny_run):
