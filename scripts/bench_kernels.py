@@ -315,31 +315,26 @@ def throughput(
     }
     seconds = {loop: s for loop, (_, s) in fitted.items()}
     first = settings._replace(loop=loops[0])
-    by_unroll = {}
-    for u in nuts_unroll:
-        out, s = timed_fits(counts, keys, "nuts", None, first._replace(leapfrogs_per_iteration=u))
-        means = np.asarray(out.post_mean), np.asarray(fitted[loops[0]][0].post_mean)
-        by_unroll[str(u)] = {
-            "fits_per_s": n / s,
-            "s": s,
-            "post_mean_max_abs_diff": float(np.max(np.abs(means[0] - means[1]))),
-        }
+    reference = fitted[loops[0]][0]
+
+    def against_default(chunk, variant) -> dict:
+        out, s = timed_fits(counts, keys, "nuts", chunk, variant)
+        gap = np.abs(np.asarray(out.post_mean) - np.asarray(reference.post_mean))
+        return {"fits_per_s": n / s, "s": s, "post_mean_max_abs_diff": float(np.max(gap))}
+
+    by_unroll = {
+        str(u): against_default(None, first._replace(leapfrogs_per_iteration=u))
+        for u in nuts_unroll
+    }
     by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, first)[1] for c in nuts_chunks}
     by_slots = {}
+    chunk = max(nuts_chunks) if nuts_chunks else None
     for slots in nuts_slots:
         fits_module.ACCELERATOR_NUTS_SLOTS = slots
         try:
-            chunk = max(nuts_chunks) if nuts_chunks else None
-            out, s = timed_fits(counts, keys, "nuts", chunk, first)
+            by_slots[str(slots)] = {"chunk": chunk, **against_default(chunk, first)}
         finally:
             fits_module.ACCELERATOR_NUTS_SLOTS = None
-        means = np.asarray(out.post_mean), np.asarray(fitted[loops[0]][0].post_mean)
-        by_slots[str(slots)] = {
-            "chunk": chunk,
-            "fits_per_s": n / s,
-            "s": s,
-            "post_mean_max_abs_diff": float(np.max(np.abs(means[0] - means[1]))),
-        }
     by_workers = {
         str(w): {
             **(
@@ -359,7 +354,7 @@ def throughput(
         out[f"{names[loop]}_s"] = s
     # A fingerprint of the default loop's fits, to compare runs across processes
     # (another XLA_FLAGS, another device).
-    out["nuts_post_mean_sum"] = float(np.sum(np.asarray(fitted[loops[0]][0].post_mean)))
+    out["nuts_post_mean_sum"] = float(np.sum(np.asarray(reference.post_mean)))
     if len(seconds) == 2:
         out["leapfrog_over_transition_loop"] = seconds["transition"] / seconds["leapfrog"]
     return {
