@@ -19,8 +19,10 @@ On whatever device JAX has, on the benchmark's lanes
     device plane, XLA's host threads stand in (for trying the script out).
 
 Writes ``profile-<platform>-<time>.json`` under ``--out``; with ``--hlo``
-also the NUTS call's optimized HLO beside it (gzipped), so that a fusion
-the table names can be read afterwards.
+also the NUTS call's and the quadrature programs' optimized HLO beside it
+(gzipped), so that a fusion the table names can be read afterwards. Each
+kernel is listed with its program (``hlo_module#program_id``), since
+programs share kernel names (``loop_add_fusion`` in several).
 
 Usage: python scripts/profile_kernels.py [--fits 4096] [--top 25] [--hlo]
            [--skip-quadrature] [--nuts-draws WARMUP SAMPLES] [--out DIR]
@@ -70,16 +72,18 @@ def kernel_times(trace_dir: str, top: int) -> dict:
             if line.name.startswith("tf_XLA")
         ]
     )
-    # Keyed by line and name: a device plane may show the same time on
-    # several lines (streams, XLA ops, XLA modules), under different names.
+    # Keyed by line, program and name: a device plane may show the same time
+    # on several lines (streams, XLA ops, XLA modules), under different names,
+    # and two programs may each have a kernel of the same name.
     total = collections.Counter()
     launches = collections.Counter()
     for line in lines:
         for event in line.events:
-            total[line.name, event.name] += event.duration_ns
-            launches[line.name, event.name] += 1
+            key = line.name, _program(event), event.name
+            total[key] += event.duration_ns
+            launches[key] += 1
     by_line = collections.Counter()
-    for (line_name, _), ns in total.items():
+    for (line_name, _, _), ns in total.items():
         by_line[line_name] += ns
     return {
         "source": "device planes" if device else "host XLA threads (no device plane)",
@@ -88,14 +92,22 @@ def kernel_times(trace_dir: str, top: int) -> dict:
         "top": [
             {
                 "line": line_name,
+                "program": program,
                 "name": name,
                 "seconds": ns * 1e-9,
                 "share_of_line": ns / by_line[line_name],
-                "launches": launches[line_name, name],
+                "launches": launches[line_name, program, name],
             }
-            for (line_name, name), ns in total.most_common(top)
+            for (line_name, program, name), ns in total.most_common(top)
         ],
     }
+
+
+def _program(event) -> str:
+    """The compiled program an event belongs to ("module#id"; "" where the trace has none)."""
+    stats = dict(event.stats)
+    module = stats.get("hlo_module", "")
+    return f"{module}#{stats['program_id']}" if module and "program_id" in stats else module
 
 
 def traced(fn, top: int) -> tuple[object, float, dict]:
@@ -146,21 +158,45 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
     return {**result, **kernels}
 
 
-def profile_quadrature(counts, top: int) -> dict:
+def profile_quadrature(counts, top: int, hlo_path: Path | None) -> dict:
     def call():
         return fit_lanes(counts, None, "quadrature")
 
     _, first = timed(call)
     _, seconds, kernels = traced(call, top)
+    if hlo_path is not None:
+        write_quadrature_hlo(counts, hlo_path)
     b = int(np.asarray(counts.n_m).shape[0])
     return {"fits": b, "first_call_s": first, "wall_s": seconds, "per_s": b / seconds, **kernels}
+
+
+def write_quadrature_hlo(counts, path: Path) -> None:
+    """The optimized HLO of every program of the driver's passes (first and fallbacks), in one file.
+
+    Each program's text starts with a line ``=== <rule> (<lanes> lanes)``; its
+    ``HloModule`` line names it as the trace's ``program`` field does (without
+    the ``#id``).
+    """
+    seen = set()
+    with gzip.open(path, "wt") as f:
+        for chunk in plan_chunks(counts, "quadrature"):
+            lanes_in = jax.tree.map(lambda x, c=chunk: np.asarray(x)[c.padded], counts)
+            stages = ((chunk.rule, chunk.fn), *((s.rule, s.fn) for s in chunk.fallbacks))
+            for rule, fn in stages:
+                if (id(fn), len(chunk.padded)) in seen:
+                    continue
+                seen.add((id(fn), len(chunk.padded)))
+                f.write(f"=== {rule} ({len(chunk.padded)} lanes)\n")
+                f.write(fn.lower(lanes_in, len(chunk.piece)).compile().as_text())
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fits", type=int, default=4096, help="benchmark lanes to draw")
     parser.add_argument("--top", type=int, default=25, help="kernels to list, largest first")
-    parser.add_argument("--hlo", action="store_true", help="also write the NUTS call's HLO")
+    parser.add_argument(
+        "--hlo", action="store_true", help="also write the NUTS call's and the quadrature's HLO"
+    )
     parser.add_argument("--skip-quadrature", action="store_true")
     parser.add_argument(
         "--nuts-draws",
@@ -188,7 +224,8 @@ def main(argv=None) -> None:
     result["nuts"] = profile_nuts(counts, keys, settings, args.top, hlo)
     write_record(result, args.out, stem, path)
     if not args.skip_quadrature:
-        result["quadrature"] = profile_quadrature(counts, args.top)
+        quadrature_hlo = path.with_name(path.stem + "-quadrature-hlo.txt.gz") if args.hlo else None
+        result["quadrature"] = profile_quadrature(counts, args.top, quadrature_hlo)
     del result["partial"]
     write_record(result, args.out, stem, path)
     print(json.dumps(result, indent=2))
