@@ -288,15 +288,37 @@ def _quadrature_fn(
     ``exact_paired``: see :func:`kernels.quadrature.posterior_summary`.
     """
     return _jit_lanes(
-        jax.vmap(lambda c: posterior_summary(c, kind, level, rule, exact_paired)), group
+        jax.vmap(lambda c: posterior_summary(c, kind, level, rule, exact_paired)),
+        group,
+        _program_name("nested" if kind == "full" else kind, exact_paired),
     )
 
 
-def _jit_lanes(vmapped, group: int | None):
-    """``fn(lanes, n_valid=None)``, jitted: ``vmapped`` on all lanes, or :func:`_in_groups`."""
+def _program_name(rule: str, exact_paired: bool = False, coordinates: str = "") -> str:
+    """A rule's compiled program's name (``jit_quadrature_<rule>…`` in HLO and traces)."""
+    return "_".join(
+        ["quadrature", rule, *([coordinates] if coordinates else []), *(["exact_s"] * exact_paired)]
+    )
+
+
+def _jit_lanes(vmapped, group: int | None, name: str):
+    """``fn(lanes, n_valid=None)``, jitted: ``vmapped`` on all lanes, or :func:`_in_groups`.
+
+    ``name`` names the program (``jit_<name>``), so that a profile's kernels
+    can be told apart by rule.
+    """
     if group is None:
-        return jax.jit(lambda lanes, n_valid=None: vmapped(lanes))
-    return jax.jit(lambda lanes, n_valid=None: _in_groups(vmapped, group, lanes, n_valid))
+
+        def fn(lanes, n_valid=None):
+            return vmapped(lanes)
+
+    else:
+
+        def fn(lanes, n_valid=None):
+            return _in_groups(vmapped, group, lanes, n_valid)
+
+    fn.__name__ = fn.__qualname__ = name
+    return jax.jit(fn)
 
 
 def _in_groups(fn, group: int, lanes, n_valid=None):
@@ -328,18 +350,24 @@ def _in_groups(fn, group: int, lanes, n_valid=None):
 
 @cache
 def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
-    return _jit_lanes(jax.vmap(lambda c: laplace_summary(c, ridge, level, rule)), None)
+    fn = jax.vmap(lambda c: laplace_summary(c, ridge, level, rule))
+    return _jit_lanes(fn, None, _program_name("gauss_hermite", coordinates=_coordinates(ridge)))
+
+
+def _coordinates(ridge: bool) -> str:
+    return "ridge" if ridge else "logit"
 
 
 @cache
 def _alpha_t_fn(level: float, rule: QuadratureRule, alpha_t: AlphaTRule):
     fn = jax.vmap(lambda c: alpha_t_summary(c, level, alpha_t, rule))
-    return _jit_lanes(fn, CPU_ALPHA_T_GROUP)
+    return _jit_lanes(fn, CPU_ALPHA_T_GROUP, _program_name("hermite_alpha_t"))
 
 
 @cache
 def _t_outer_fn(level: float, t_outer: TOuterRule):
-    return _jit_lanes(jax.vmap(lambda c: t_outer_summary(c, level, t_outer)), CPU_T_OUTER_GROUP)
+    fn = jax.vmap(lambda c: t_outer_summary(c, level, t_outer))
+    return _jit_lanes(fn, CPU_T_OUTER_GROUP, _program_name("t_outer"))
 
 
 @cache
@@ -347,7 +375,9 @@ def _hermite_t_fn(
     level: float, rule: QuadratureRule, check: HermiteTRule, group: int | None, exact_paired: bool
 ):
     return _jit_lanes(
-        jax.vmap(lambda c: hermite_t_summary(c, level, rule, check, exact_paired)), group
+        jax.vmap(lambda c: hermite_t_summary(c, level, rule, check, exact_paired)),
+        group,
+        _program_name("hermite_t", exact_paired),
     )
 
 
