@@ -14,9 +14,10 @@ def provenance(script: str, argv: list[str]) -> dict:
     import jax
     import numpyro
 
-    device = jax.devices()[0]
+    from sweep.shards import device_name
+
     return {
-        "device": f"{device.platform}: {device.device_kind}",
+        "device": device_name(),
         "host": platform.processor() or platform.machine(),
         "jax": jax.__version__,
         "numpyro": numpyro.__version__,

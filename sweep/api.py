@@ -10,6 +10,7 @@ chains them. The CLI is a thin layer over these functions.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,15 +89,10 @@ class SweepStatus:
         ]
         for index, reason in sorted(self.corrupt.items()):
             out.append(f"corrupt: shard {index}: {reason} (the next `sweep run` recomputes it)")
-        if self.nodes:
-            out.append(
-                "nodes: " + ", ".join(f"{n} ({k} shards)" for n, k in sorted(self.nodes.items()))
-            )
-        if self.devices:
-            out.append(
-                "devices: "
-                + ", ".join(f"{d} ({k} shards)" for d, k in sorted(self.devices.items()))
-            )
+        for label, counts in (("nodes", self.nodes), ("devices", self.devices)):
+            if counts:
+                listed = ", ".join(f"{name} ({k} shards)" for name, k in sorted(counts.items()))
+                out.append(f"{label}: {listed}")
         if len(set(self.devices) - {"not recorded"}) > 1:
             out.append(
                 "note: shards were computed on different kinds of device, whose draws differ "
@@ -219,12 +215,6 @@ def status(out: str | Path) -> SweepStatus:
     store, manifest = _open_existing(out)
     states = store.states()
     done = [s for s in states if s.state == "done"]
-    nodes: dict[str, int] = {}
-    devices: dict[str, int] = {}
-    for s in done:
-        nodes[s.node] = nodes.get(s.node, 0) + 1
-        device = s.device or "not recorded"
-        devices[device] = devices.get(device, 0) + 1
     written = [s.written for s in done]
     configs_done = sum(store.shard_rows[s.index] for s in done)
     return SweepStatus(
@@ -239,8 +229,8 @@ def status(out: str | Path) -> SweepStatus:
         fits_done=configs_done * store.spec.replicates,
         compute_seconds=sum(s.seconds for s in done),
         elapsed_seconds=(max(written) - min(written)) if written else 0.0,
-        nodes=nodes,
-        devices=devices,
+        nodes=dict(Counter(s.node for s in done)),
+        devices=dict(Counter(s.device or "not recorded" for s in done)),
     )
 
 

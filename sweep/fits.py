@@ -290,15 +290,13 @@ def _quadrature_fn(
     return _jit_lanes(
         jax.vmap(lambda c: posterior_summary(c, kind, level, rule, exact_paired)),
         group,
-        _program_name("nested" if kind == "full" else kind, exact_paired),
+        _program_name("nested" if kind == "full" else kind, exact_paired=exact_paired),
     )
 
 
-def _program_name(rule: str, exact_paired: bool = False, coordinates: str = "") -> str:
+def _program_name(*parts: str, exact_paired: bool = False) -> str:
     """A rule's compiled program's name (``jit_quadrature_<rule>…`` in HLO and traces)."""
-    return "_".join(
-        ["quadrature", rule, *([coordinates] if coordinates else []), *(["exact_s"] * exact_paired)]
-    )
+    return "_".join(("quadrature", *parts, *(("exact_s",) if exact_paired else ())))
 
 
 def _jit_lanes(vmapped, group: int | None, name: str):
@@ -307,15 +305,11 @@ def _jit_lanes(vmapped, group: int | None, name: str):
     ``name`` names the program (``jit_<name>``), so that a profile's kernels
     can be told apart by rule.
     """
-    if group is None:
 
-        def fn(lanes, n_valid=None):
+    def fn(lanes, n_valid=None):
+        if group is None:
             return vmapped(lanes)
-
-    else:
-
-        def fn(lanes, n_valid=None):
-            return _in_groups(vmapped, group, lanes, n_valid)
+        return _in_groups(vmapped, group, lanes, n_valid)
 
     fn.__name__ = fn.__qualname__ = name
     return jax.jit(fn)
@@ -351,11 +345,7 @@ def _in_groups(fn, group: int, lanes, n_valid=None):
 @cache
 def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
     fn = jax.vmap(lambda c: laplace_summary(c, ridge, level, rule))
-    return _jit_lanes(fn, None, _program_name("gauss_hermite", coordinates=_coordinates(ridge)))
-
-
-def _coordinates(ridge: bool) -> str:
-    return "ridge" if ridge else "logit"
+    return _jit_lanes(fn, None, _program_name("gauss_hermite", "ridge" if ridge else "logit"))
 
 
 @cache
@@ -377,7 +367,7 @@ def _hermite_t_fn(
     return _jit_lanes(
         jax.vmap(lambda c: hermite_t_summary(c, level, rule, check, exact_paired)),
         group,
-        _program_name("hermite_t", exact_paired),
+        _program_name("hermite_t", exact_paired=exact_paired),
     )
 
 
