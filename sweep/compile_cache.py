@@ -1,4 +1,4 @@
-"""JAX's persistent compilation cache for sweep runs: each program compiled once per machine.
+"""Programs kept on disk for later runs: traced once (:mod:`jax.export`), compiled once per machine.
 
 A NUTS program takes tens of seconds to compile on CPU, and the quadrature
 driver's programs together about as long, often more than a small sweep's
@@ -10,20 +10,46 @@ worker process on a node after the first find them there. A cached
 executable is the compiled program itself, so the numbers are the same bit
 for bit (the test suite runs with one cache throughout).
 
-JAX trusts its cache: whoever can write to the directory can make the
-process run code. The default is under the user's own cache directory.
+Before it compiles, a process traces each program, and the quadrature
+rules are large: about 10 s of tracing for a tiny sweep's four rules, most
+of a cached run's time. So every program of :mod:`sweep.fits` is run
+through :mod:`jax.export` (:class:`ExportedProgram`): traced once, the
+export then compiled and called. Where JAX has a cache directory, the
+export is kept in its ``binmetric-sweep-programs`` folder too, and a later
+process with the same code, versions and settings deserializes it instead
+of tracing. Cached or traced afresh, it is the same export, so the numbers
+do not depend on the cache.
+
+JAX trusts its cache, and so does this: whoever can write to the directory
+can make the process run code. The default is under the user's own cache
+directory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import os
+import pickle
+import tempfile
+import threading
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 import jax
 
 from sweep.errors import SweepError
 
-__all__ = ["DEFAULT", "ENV_VAR", "default_cache_dir", "use_compilation_cache"]
+__all__ = [
+    "DEFAULT",
+    "ENV_VAR",
+    "PROGRAMS_FOLDER",
+    "ExportedProgram",
+    "default_cache_dir",
+    "programs_dir",
+    "use_compilation_cache",
+]
 
 #: Ask :func:`use_compilation_cache` for :func:`default_cache_dir`.
 DEFAULT = "default"
@@ -78,3 +104,157 @@ def use_compilation_cache(path: str | Path | None = DEFAULT, strict: bool = True
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return directory
+
+
+#: The folder of JAX's cache directory that holds exported programs.
+PROGRAMS_FOLDER = "binmetric-sweep-programs"
+#: The code a program is traced from: any change to it makes every key new.
+_TRACED_SOURCES = ("kernels", "sweep/fits.py", "sweep/compile_cache.py")
+#: Packages whose versions are part of every key.
+_VERSIONED = ("jax", "jaxlib", "numpyro", "numpy")
+#: JAX settings that change what a function traces to.
+_TRACING_FLAGS = (
+    "jax_enable_x64",
+    "jax_default_prng_impl",
+    "jax_threefry_partitionable",
+    "jax_default_matmul_precision",
+    "jax_numpy_dtype_promotion",
+    "jax_numpy_rank_promotion",
+)
+
+
+def programs_dir() -> Path | None:
+    """Where exported programs are kept: :data:`PROGRAMS_FOLDER` in JAX's cache directory.
+
+    None when JAX has no cache directory, or when the ``flatbuffers`` package
+    that :mod:`jax.export` serializes with is missing.
+    """
+    directory = jax.config.jax_compilation_cache_dir
+    if not directory:
+        return None
+    try:
+        import flatbuffers  # noqa: F401 - what Exported.serialize needs
+    except ImportError:
+        return None
+    return Path(directory) / PROGRAMS_FOLDER
+
+
+@cache
+def _code_fingerprint() -> str:
+    """A digest of the traced code, the package versions and the backend."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for source in _TRACED_SOURCES:
+        path = root / source
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(str(file.relative_to(root)).encode())
+            digest.update(file.read_bytes())
+    for package in _VERSIONED:
+        digest.update(f"{package}={importlib.metadata.version(package)}".encode())
+    digest.update(jax.default_backend().encode())
+    return digest.hexdigest()
+
+
+def _aval(x) -> str:
+    typeof = getattr(jax, "typeof", None) or jax.core.get_aval
+    aval = typeof(x)
+    return f"{aval.str_short()}{'~' if getattr(aval, 'weak_type', False) else ''}"
+
+
+class ExportedProgram:
+    """A jitted function called through its :mod:`jax.export` export, kept on disk if it can be.
+
+    Calling it with arguments of a new structure, shape or dtype looks for
+    the export in :func:`programs_dir` (by a key of ``name``, ``static``,
+    the arguments' types, the traced code, the package versions and JAX's
+    tracing settings); if absent it exports ``jitted`` and stores the export
+    (written whole, then renamed into place). Either way the export is what
+    runs, compiled once per process (and by JAX's own cache, once per
+    machine).
+
+    Args:
+        jitted: a ``jax.jit`` function of arrays (pytrees of them).
+        name: the program's name (``jit_<name>`` in HLO and profiles).
+        static: everything else its program depends on (the arguments of the
+            factory that built ``jitted``), by its ``repr``.
+    """
+
+    def __init__(self, jitted: Callable, name: str, static: tuple = ()):
+        self.jitted, self.name, self.static = jitted, name, static
+        self._calls: dict = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, *args):
+        call, out_tree, leaves = self._resolve(args)
+        return jax.tree.unflatten(out_tree, call(*leaves))
+
+    def lower(self, *args):
+        """The lowered program these arguments run (``.compile()`` it ahead of a call)."""
+        call, _, leaves = self._resolve(args)
+        return call.lower(*leaves)
+
+    def _resolve(self, args):
+        leaves, in_tree = jax.tree.flatten(args)
+        signature = (str(in_tree), tuple(_aval(x) for x in leaves))
+        with self._lock:
+            if signature not in self._calls:
+                self._calls[signature] = self._load_or_export(leaves, in_tree, signature)
+        call, out_tree = self._calls[signature]
+        return call, out_tree, leaves
+
+    def _load_or_export(self, leaves, in_tree, signature):
+        directory = programs_dir()
+        path = None
+        if directory is not None:
+            flags = tuple(getattr(jax.config, flag, None) for flag in _TRACING_FLAGS)
+            key = repr((self.name, self.static, signature, flags, _code_fingerprint()))
+            path = directory / f"{self.name}-{hashlib.sha256(key.encode()).hexdigest()[:40]}"
+        found = _read(path) if path is not None else None
+        if found is not None:
+            exported, out_tree = found
+        else:
+            exported, out_tree = self._export(leaves, in_tree)
+            if path is not None:
+                _write(path, exported, out_tree)
+
+        def program(*xs):
+            return exported.call(*xs)
+
+        program.__name__ = program.__qualname__ = self.name
+        return jax.jit(program), out_tree
+
+    def _export(self, leaves, in_tree):
+        out_trees = []
+
+        def flat(*xs):
+            out, out_tree = jax.tree.flatten(self.jitted(*jax.tree.unflatten(in_tree, xs)))
+            out_trees.append(out_tree)
+            return out
+
+        flat.__name__ = flat.__qualname__ = self.name
+        exported = jax.export.export(jax.jit(flat))(*leaves)
+        return exported, out_trees[0]
+
+
+def _read(path: Path):
+    """``(exported, out_tree)`` from ``path``, or None if it is absent or unreadable."""
+    try:
+        data, out_tree = pickle.loads(path.read_bytes())
+        return jax.export.deserialize(bytearray(data)), out_tree
+    except Exception:  # absent, half-copied, from another layout: trace afresh
+        return None
+
+
+def _write(path: Path, exported, out_tree) -> None:
+    """Store an export whole or not at all (a failure to write only costs a later trace)."""
+    data = pickle.dumps((bytes(exported.serialize()), out_tree))
+    draft = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as f:
+            draft = f.name
+            f.write(data)
+        os.replace(draft, path)
+    except OSError:
+        if draft is not None:
+            Path(draft).unlink(missing_ok=True)

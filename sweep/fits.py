@@ -8,7 +8,9 @@ last one padded) so each group compiles once (NUTS on CPU: a queue of chains
 that a fixed number of slots work through; NUTS never runs the padding), and run through
 ``jax.jit(jax.vmap(...))`` of the kernels (the nested quadrature rule on CPU
 in small vmapped groups, one after another), on CPU one chunk per core at a
-time. Quadrature of the full model takes up to three passes, each rule
+time. Each such program runs as its :mod:`jax.export` export
+(:class:`sweep.compile_cache.ExportedProgram`), which a later process
+loads instead of tracing the kernels again. Quadrature of the full model takes up to three passes, each rule
 checking itself and passing on the lanes whose posterior it cannot vouch
 for: the adaptive Gauss–Hermite rule on every lane whose counts let it
 accept the lane at all, the nested rule with a Gauss–Hermite t axis, then
@@ -59,6 +61,7 @@ from kernels.quadrature import (
 from kernels.ridge import prefers_ridge
 from kernels.summaries import FitResults
 from kernels.t_outer import TOuterRule, t_outer_summary
+from sweep.compile_cache import ExportedProgram
 
 Method = Literal["nuts", "quadrature"]
 
@@ -291,6 +294,7 @@ def _quadrature_fn(
         jax.vmap(lambda c: posterior_summary(c, kind, level, rule, exact_paired)),
         group,
         _program_name("nested" if kind == "full" else kind, exact_paired=exact_paired),
+        (kind, level, rule, exact_paired),
     )
 
 
@@ -299,11 +303,12 @@ def _program_name(*parts: str, exact_paired: bool = False) -> str:
     return "_".join(("quadrature", *parts, *(("exact_s",) if exact_paired else ())))
 
 
-def _jit_lanes(vmapped, group: int | None, name: str):
+def _jit_lanes(vmapped, group: int | None, name: str, static: tuple) -> ExportedProgram:
     """``fn(lanes, n_valid=None)``, jitted: ``vmapped`` on all lanes, or :func:`_in_groups`.
 
     ``name`` names the program (``jit_<name>``), so that a profile's kernels
-    can be told apart by rule.
+    can be told apart by rule; ``static``: what else it depends on (see
+    :class:`sweep.compile_cache.ExportedProgram`).
     """
 
     def fn(lanes, n_valid=None):
@@ -312,7 +317,7 @@ def _jit_lanes(vmapped, group: int | None, name: str):
         return _in_groups(vmapped, group, lanes, n_valid)
 
     fn.__name__ = fn.__qualname__ = name
-    return jax.jit(fn)
+    return ExportedProgram(jax.jit(fn), name, (*static, group))
 
 
 def _in_groups(fn, group: int, lanes, n_valid=None):
@@ -345,19 +350,21 @@ def _in_groups(fn, group: int, lanes, n_valid=None):
 @cache
 def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
     fn = jax.vmap(lambda c: laplace_summary(c, ridge, level, rule))
-    return _jit_lanes(fn, None, _program_name("gauss_hermite", "ridge" if ridge else "logit"))
+    name = _program_name("gauss_hermite", "ridge" if ridge else "logit")
+    return _jit_lanes(fn, None, name, (ridge, level, rule))
 
 
 @cache
 def _alpha_t_fn(level: float, rule: QuadratureRule, alpha_t: AlphaTRule):
     fn = jax.vmap(lambda c: alpha_t_summary(c, level, alpha_t, rule))
-    return _jit_lanes(fn, CPU_ALPHA_T_GROUP, _program_name("hermite_alpha_t"))
+    name = _program_name("hermite_alpha_t")
+    return _jit_lanes(fn, CPU_ALPHA_T_GROUP, name, (level, rule, alpha_t))
 
 
 @cache
 def _t_outer_fn(level: float, t_outer: TOuterRule):
     fn = jax.vmap(lambda c: t_outer_summary(c, level, t_outer))
-    return _jit_lanes(fn, CPU_T_OUTER_GROUP, _program_name("t_outer"))
+    return _jit_lanes(fn, CPU_T_OUTER_GROUP, _program_name("t_outer"), (level, t_outer))
 
 
 @cache
@@ -368,6 +375,7 @@ def _hermite_t_fn(
         jax.vmap(lambda c: hermite_t_summary(c, level, rule, check, exact_paired)),
         group,
         _program_name("hermite_t", exact_paired=exact_paired),
+        (level, rule, check, exact_paired),
     )
 
 
@@ -379,7 +387,7 @@ def _nuts_fn(dim: int, settings: NUTSSettings, ridge: bool | None = None, slots:
         keys = jax.vmap(sampler_key)(keys)
         return sample_fits(keys, counts, settings, dim, ridge, slots, n_valid)
 
-    return jax.jit(batch)
+    return ExportedProgram(jax.jit(batch), "nuts", (dim, settings, ridge, slots))
 
 
 def _take(tree, index):
@@ -803,7 +811,8 @@ def _padded_call(fn, n: int, *trees):
 @cache
 def _keys_fn(seed: int):
     base = jax.random.key(seed)
-    return jax.jit(jax.vmap(lambda w, r: replicate_key(base, w, r)))
+    fn = jax.jit(jax.vmap(lambda w, r: replicate_key(base, w, r)))
+    return ExportedProgram(fn, "replicate_keys", (seed,))
 
 
 def lane_keys(seed: int, config_words: np.ndarray, replicates: np.ndarray) -> jax.Array:
@@ -815,8 +824,10 @@ def lane_keys(seed: int, config_words: np.ndarray, replicates: np.ndarray) -> ja
 @cache
 def _counts_fn(mode: str):
     if mode == "expected":
-        return jax.jit(jax.vmap(lambda key, design: expected_counts(design)))
-    return jax.jit(jax.vmap(draw_counts))
+        fn = jax.jit(jax.vmap(lambda key, design: expected_counts(design)))
+    else:
+        fn = jax.jit(jax.vmap(draw_counts))
+    return ExportedProgram(fn, f"{mode}_counts")
 
 
 def lane_counts(designs: Design, keys: jax.Array, mode: Literal["expected", "sampled"]) -> Counts:

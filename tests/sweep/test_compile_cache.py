@@ -1,16 +1,27 @@
-"""`sweep run`'s compilation cache: where it goes, what turns it off, the same numbers from it."""
+"""`sweep run`'s compilation cache: where it goes, what turns it off, the same numbers from it;
+exported programs kept there, found again, and traced afresh when their file is damaged."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pandas as pd
 import yaml
 
 from sweep.api import load_fits, load_surface
-from sweep.compile_cache import ENV_VAR, default_cache_dir
+from sweep.compile_cache import (
+    ENV_VAR,
+    PROGRAMS_FOLDER,
+    ExportedProgram,
+    default_cache_dir,
+    programs_dir,
+)
 
 from .helpers import REPO, sorted_surface, tiny
 
@@ -53,6 +64,8 @@ def test_a_run_from_the_cache_gives_the_same_numbers_and_a_bad_cache_exits_2(tmp
     assert first.returncode == 0, first.stderr
     entries = set(os.listdir(cache))
     assert entries  # the default directory, under XDG_CACHE_HOME
+    exported = set(os.listdir(cache / PROGRAMS_FOLDER))
+    assert any(name.startswith("quadrature_known-") for name in exported)
     # Named this time, and found there. (Not quite nothing new: now and then
     # one program more, compiled in one run and not the other. A flag named
     # --xla-… made every key new: JAX counts such arguments as XLA flags.)
@@ -61,6 +74,7 @@ def test_a_run_from_the_cache_gives_the_same_numbers_and_a_bad_cache_exits_2(tmp
     )
     assert second.returncode == 0, second.stderr
     assert len(set(os.listdir(cache)) - entries) <= len(entries) // 20
+    assert set(os.listdir(cache / PROGRAMS_FOLDER)) == exported  # each found, none traced again
     assert not (tmp_path / "other").exists()
     for load in (load_fits, load_surface):
         pd.testing.assert_frame_equal(
@@ -79,3 +93,33 @@ def test_a_run_from_the_cache_gives_the_same_numbers_and_a_bad_cache_exits_2(tmp
     assert bad.returncode == 2
     assert bad.stderr.startswith("sweep: error: --compile-cache: ") and bad.stderr.count("\n") == 1
     assert not (tmp_path / "d").exists()
+
+
+def test_an_exported_program_is_found_again_and_a_damaged_file_is_traced_afresh():
+    """Kept in the suite's cache directory (tests/conftest.py), keyed by name, static and types."""
+    directory = programs_dir()
+    assert directory == Path(jax.config.jax_compilation_cache_dir) / PROGRAMS_FOLDER
+
+    def jitted():
+        return jax.jit(lambda x, n: {"sum": jnp.cumsum(jnp.sin(x)) * n, "n": n})
+
+    x = np.linspace(0.0, 3.0, 7)
+    name = f"test_program_{os.getpid()}"
+    first = ExportedProgram(jitted(), name, (0.5,))
+    want = jax.device_get(first(x, 2))
+    (path,) = directory.glob(f"{name}-*")
+    # Another shape, or other static values, is another program with a file of its own.
+    first(x[:3], 2)
+    ExportedProgram(jitted(), name, (0.25,))(x, 2)
+    assert len(list(directory.glob(f"{name}-*"))) == 3
+    # A new process's view: nothing in memory, the file read back; then a damaged file.
+    for damage in (None, b"garbage", b""):
+        if damage is not None:
+            path.write_bytes(damage)
+        got = jax.device_get(ExportedProgram(jitted(), name, (0.5,))(x, 2))
+        assert got.keys() == want.keys()
+        assert all(np.array_equal(got[k], want[k]) for k in want)
+        assert path.stat().st_size > 100  # rewritten whole after the damage
+    assert not list(directory.glob("*.tmp"))
+    # Lowered ahead (as the benchmark does), it is the program a call runs.
+    assert "sine" in first.lower(x, 2).as_text()
