@@ -1,22 +1,23 @@
 """Fit many lanes at once: counts → per-fit posterior summaries.
 
 Lanes are grouped by model kind (α-marginal a Beta, ρ and η known, or the
-full model) and, on the full model, by coordinates (logits or ridge), ordered
-by an estimate of how hard the posterior is for NUTS so that lanes running in
-lock-step need similar tree depths, split into chunks of one fixed size (the
-last one padded) so each group compiles once (NUTS on CPU: a queue of chains
-that a fixed number of slots work through; NUTS never runs the padding), and run through
-``jax.jit(jax.vmap(...))`` of the kernels (the nested quadrature rule on CPU
-in small vmapped groups, one after another), on CPU one chunk per core at a
-time. Each such program runs as its :mod:`jax.export` export
-(:class:`sweep.compile_cache.ExportedProgram`), which a later process
-loads instead of tracing the kernels again. Quadrature of the full model takes up to three passes, each rule
-checking itself and passing on the lanes whose posterior it cannot vouch
-for: the adaptive Gauss–Hermite rule on every lane whose counts let it
-accept the lane at all, the nested rule with a Gauss–Hermite t axis, then
-the nested rule. Results come back in the input order, and a
-lane's result does not depend on which lanes share its chunk, nor on how many
-chunks run at once: its randomness comes from its own key only.
+full model) and, on the full model, by coordinates (logits or ridge),
+ordered by an estimate of how hard the posterior is for NUTS so that lanes
+running in lock-step need similar tree depths, split into chunks of one
+fixed size (the last one padded) so each group compiles once (NUTS on CPU: a
+queue of chains that a fixed number of slots work through; NUTS never runs
+the padding), and run through ``jax.jit(jax.vmap(...))`` of the kernels (the
+nested quadrature rule on CPU in small vmapped groups, one after another),
+on CPU one chunk per core at a time. Each such program runs as its
+:mod:`jax.export` export (:class:`sweep.compile_cache.ExportedProgram`),
+which a later process loads instead of tracing the kernels again. Quadrature
+of the full model takes up to three passes, each rule checking itself and
+passing on the lanes whose posterior it cannot vouch for: the adaptive
+Gauss–Hermite rule on every lane whose counts let it accept the lane at all,
+the nested rule with a Gauss–Hermite t axis, then the nested rule. Results
+come back in the input order, and a lane's result does not depend on which
+lanes share its chunk, nor on how many chunks run at once: its randomness
+comes from its own key only.
 """
 
 from __future__ import annotations
