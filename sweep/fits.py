@@ -510,6 +510,7 @@ def fit_lanes(
     out["steps"] = np.zeros(b, np.int64)
     out["exact"] = np.zeros(b, bool)
     out["sd_mcse"] = np.zeros(b)
+    workers = max(1, int(workers or default_workers()))
     chunks = plan_chunks(
         counts,
         method,
@@ -522,8 +523,9 @@ def fit_lanes(
         hermite_t,
         alpha_t=alpha_t,
         t_outer=t_outer,
+        workers=workers,
     )
-    pool = ThreadPoolExecutor(max(1, int(workers or default_workers())))
+    pool = ThreadPoolExecutor(workers)
     try:
         while chunks:
             rejected = _run_chunks(
@@ -554,11 +556,21 @@ def _route(stages: tuple[Stage, ...], index: np.ndarray, counts: Counts):
         yield stages, index
 
 
-def _staged_chunks(stages: tuple[Stage, ...], lanes: np.ndarray, size: int) -> list[Chunk]:
-    """``lanes`` in chunks of ``size``, each for the first of ``stages``, then the rest."""
+def _staged_chunks(
+    stages: tuple[Stage, ...], lanes: np.ndarray, size: int, pieces: int | None = None
+) -> list[Chunk]:
+    """``lanes`` in chunks of ``size``, each for the first of ``stages``, then the rest.
+
+    With ``pieces``, that many chunks instead, each padded to ``size``:
+    ``lanes[k::pieces]``, so that each holds lanes of every difficulty.
+    """
     first, rest = stages[0], stages[1:]
     exact = first.rule != "nuts"
-    return [Chunk(p, q, exact, first.fn, first.rule, rest) for p, q in _chunks(lanes, size)]
+    if pieces is None:
+        parts = _chunks(lanes, size)
+    else:
+        parts = (next(_chunks(lanes[k::pieces], size)) for k in range(pieces))
+    return [Chunk(p, q, exact, first.fn, first.rule, rest) for p, q in parts]
 
 
 class ChunkTime(NamedTuple):
@@ -652,11 +664,15 @@ def plan_chunks(
     backend: str | None = None,
     alpha_t: AlphaTRule | None = AlphaTRule(),
     t_outer: TOuterRule | None = TOuterRule(),
+    workers: int | None = None,
 ) -> list[Chunk]:
     """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there).
 
     ``backend``: the platform they are planned for ("cpu", "gpu", ...; by
     default JAX's), which sets chunk sizes and the quadrature's groups.
+    ``workers`` (by default :func:`default_workers`): on CPU a NUTS group
+    too small to fill that many calls' slots is still split into that many
+    calls (:func:`_nuts_pieces`).
     """
     on_cpu = (backend or jax.default_backend()) == "cpu"
     chunks = []
@@ -685,10 +701,27 @@ def plan_chunks(
             n = 1 << (max(1, int(size)).bit_length() - 1)
             if not exact:
                 n = _nuts_call_fits(n, len(lanes), nuts.chains, backend)
+                if on_cpu:
+                    calls = _nuts_pieces(len(lanes), n, nuts.chains, workers or default_workers())
+                    chunks += _staged_chunks(stages, lanes, n, calls)
+                    continue
             elif on_cpu:
                 n = min(n, _bucket(len(lanes)))
             chunks += _staged_chunks(stages, lanes, n)
     return chunks
+
+
+def _nuts_pieces(group: int, size: int, chains: int, workers: int) -> int:
+    """How many CPU NUTS calls a group of ``group`` fits is split into, each at most ``size``.
+
+    As few as hold the group, but no fewer than ``workers`` while each call
+    still fills the slots (:data:`CPU_NUTS_SLOTS` chains): on the 2-core
+    development CPU 100 of the benchmark's fits made a call of 30 fits and
+    one of 70, and the first core sat idle for 4 of the 5 s the second took.
+    A fit's draws do not depend on its call (:func:`kernels.stepwise.run_queue`).
+    """
+    fill = -(-CPU_NUTS_SLOTS // max(1, int(chains)))
+    return max(-(-group // size), min(workers, -(-group // fill)), 1)
 
 
 def _quadrature_stages(

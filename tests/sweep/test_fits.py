@@ -115,7 +115,8 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
 
 
 def test_a_nuts_lane_does_not_depend_on_its_queue():
-    """A fit's draws are the same whether its chains wait in a queue for a slot or not."""
+    """A fit's draws are the same whether its chains wait in a queue for a slot or not,
+    and whichever lanes share its call."""
     settings = NUTSSettings(chains=2, warmup=50, samples=50)  # as the test below
     c = ridge_lanes(140, seed=8)
     b = len(c.n_m)
@@ -124,8 +125,15 @@ def test_a_nuts_lane_does_not_depend_on_its_queue():
     slotted, queued = (
         fit_lanes(c, keys, "nuts", nuts=settings, chunk_size=size, workers=1) for size in (64, 256)
     )
-    for name, x, y in zip(slotted._fields, slotted, queued, strict=True):
+    # Two workers: the group (one call of 256 fits with one) is split in two calls of 70
+    # fits, every other lane in each, so that both cores have work.
+    pieces = plan_chunks(c, "nuts", nuts=settings, workers=2, backend="cpu")
+    assert [len(chunk.piece) for chunk in pieces] == [70, 70]
+    assert {len(chunk.padded) for chunk in pieces} == {256}
+    split = fit_lanes(c, keys, "nuts", nuts=settings, workers=2)
+    for name, x, y, z in zip(slotted._fields, slotted, queued, split, strict=True):
         np.testing.assert_array_equal(x, y, err_msg=name)
+        np.testing.assert_array_equal(x, z, err_msg=name)
     assert np.isfinite(queued.post_sd).all()
 
 
