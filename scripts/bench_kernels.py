@@ -20,6 +20,11 @@ Measures, on whatever device JAX has:
   * optionally (``--quadrature-chunks``), quadrature posteriors/s (the
     driver) with each given chunk size instead of ``fit_lanes``' default: on
     an accelerator larger chunks fill more of the device per call;
+  * the quadrature's plan itself may be changed for the whole run:
+    ``--rule-chunks gauss_hermite=16384`` gives a rule's chunks their own
+    size, ``--middle-rules on`` tries the rules between the Gauss–Hermite
+    and the nested one on an accelerator too (``off``: not on CPU either)
+    (``fit_lanes(rule_chunks=..., middle_rules=...)``);
   * optionally (``--workers``), quadrature and NUTS throughput with each
     given number of chunks in flight at once (``fit_lanes(workers=...)``;
     the default, :func:`sweep.fits.default_workers`, is one per CPU core);
@@ -54,7 +59,8 @@ Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--base
            [--lockstep 64]
            [--nuts-chunks 64 256 1024] [--quadrature-chunks 1024 16384]
            [--loops leapfrog transition] [--workers 1 2] [--quadrature-only | --nuts-only]
-           [--warm-up] [--quadrature-repeats 3] [--quadrature-variants all|driver] [--out DIR]
+           [--warm-up] [--quadrature-repeats 3] [--quadrature-variants all|driver]
+           [--rule-chunks RULE=LANES ...] [--middle-rules on|off] [--out DIR]
 """
 
 from __future__ import annotations
@@ -134,6 +140,9 @@ def timed(fn):
 WARM_UP = False
 #: Timed runs of each quadrature variant (``--quadrature-repeats``); the median counts.
 QUADRATURE_REPEATS = 3
+#: ``fit_lanes``' ``rule_chunks`` and ``middle_rules`` for every quadrature run
+#: (``--rule-chunks``, ``--middle-rules``).
+QUADRATURE_PLAN: dict = {}
 
 
 def timed_fits(
@@ -172,6 +181,7 @@ def timed_fits(
         "hermite_t": hermite_t,
         "alpha_t": alpha_t,
         "t_outer": t_outer,
+        **(QUADRATURE_PLAN if method == "quadrature" else {}),
     }
     for c in plan_chunks(counts, method, nuts=settings, **plan):
         lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
@@ -210,7 +220,7 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
         counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
     )
     chunk_times = []
-    fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times)
+    fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times, **QUADRATURE_PLAN)
     out = {
         "quadrature_per_s": n / driver_s,
         # Of all full-model lanes: the share whose numbers come from each rule.
@@ -498,7 +508,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
 
 
 def main(argv=None) -> None:
-    global WARM_UP, QUADRATURE_REPEATS
+    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_PLAN
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
@@ -558,6 +568,18 @@ def main(argv=None) -> None:
         default=QUADRATURE_REPEATS,
         help="timed runs of each quadrature variant (the median counts)",
     )
+    parser.add_argument(
+        "--rule-chunks",
+        nargs="*",
+        default=[],
+        metavar="RULE=LANES",
+        help=f"lanes in each chunk of a quadrature rule ({', '.join(FULL_MODEL_RULES)})",
+    )
+    parser.add_argument(
+        "--middle-rules",
+        choices=["on", "off"],
+        help="try the middle quadrature rules (default: on CPU only)",
+    )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -572,6 +594,19 @@ def main(argv=None) -> None:
     if args.quadrature_repeats < 1:
         parser.error("--quadrature-repeats: at least 1")
     QUADRATURE_REPEATS = args.quadrature_repeats
+    rule_chunks = {}
+    for item in args.rule_chunks:
+        rule, _, lanes_text = item.partition("=")
+        if rule not in FULL_MODEL_RULES or not lanes_text.isdigit() or int(lanes_text) < 1:
+            parser.error(
+                f"--rule-chunks: {item!r} is not RULE=LANES with RULE one of "
+                f"{', '.join(FULL_MODEL_RULES)} and LANES a positive integer"
+            )
+        rule_chunks[rule] = int(lanes_text)
+    QUADRATURE_PLAN = {
+        "rule_chunks": rule_chunks or None,
+        "middle_rules": None if args.middle_rules is None else args.middle_rules == "on",
+    }
     settings = NUTSSettings()
     stem = f"kernels-{jax.devices()[0].platform}"
     # Written after each part, marked partial until the last, so that a run

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Literal, NamedTuple
@@ -356,16 +356,15 @@ def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
 
 
 @cache
-def _alpha_t_fn(level: float, rule: QuadratureRule, alpha_t: AlphaTRule):
+def _alpha_t_fn(level: float, rule: QuadratureRule, alpha_t: AlphaTRule, group: int | None):
     fn = jax.vmap(lambda c: alpha_t_summary(c, level, alpha_t, rule))
-    name = _program_name("hermite_alpha_t")
-    return _jit_lanes(fn, CPU_ALPHA_T_GROUP, name, (level, rule, alpha_t))
+    return _jit_lanes(fn, group, _program_name("hermite_alpha_t"), (level, rule, alpha_t))
 
 
 @cache
-def _t_outer_fn(level: float, t_outer: TOuterRule):
+def _t_outer_fn(level: float, t_outer: TOuterRule, group: int | None):
     fn = jax.vmap(lambda c: t_outer_summary(c, level, t_outer))
-    return _jit_lanes(fn, CPU_T_OUTER_GROUP, _program_name("t_outer"), (level, t_outer))
+    return _jit_lanes(fn, group, _program_name("t_outer"), (level, t_outer))
 
 
 @cache
@@ -410,11 +409,14 @@ class Stage(NamedTuple):
         fn: the jitted kernel, as :attr:`Chunk.fn`.
         allows: None, or ``allows(counts) -> (n,) bool`` (host-side): the
             lanes it could ever accept; the others skip it.
+        size: None, or the lanes in each of its chunks, in place of the
+            plan's (:func:`plan_chunks`' ``rule_chunks``).
     """
 
     rule: str
     fn: Callable
     allows: Callable | None = None
+    size: int | None = None
 
 
 class Chunk(NamedTuple):
@@ -430,7 +432,8 @@ class Chunk(NamedTuple):
             them count; NUTS's leapfrog loop runs no others).
         rule: the name of its rule (:data:`QUADRATURE_RULES`, or "nuts").
         fallbacks: the rules :func:`fit_lanes` tries, in turn, on the lanes
-            that ``fn`` rejects, in chunks of the same size. Where there are
+            that ``fn`` rejects, in chunks of the same size (or of their own
+            :attr:`Stage.size`). Where there are
             any, ``fn`` returns a summary and whether to trust it (a rule that
             checks itself: :func:`kernels.gauss_hermite.laplace_summary`,
             :func:`kernels.quadrature.hermite_t_summary`); so does every
@@ -463,6 +466,8 @@ def fit_lanes(
     t_outer: TOuterRule | None = TOuterRule(),
     rules: np.ndarray | None = None,
     chunk_times: list | None = None,
+    rule_chunks: Mapping[str, int] | None = None,
+    middle_rules: bool | None = None,
 ) -> FitResults:
     """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
 
@@ -503,6 +508,14 @@ def fit_lanes(
         chunk_times: None, or a list that receives a :class:`ChunkTime` for
             each compiled call, in plan order, pass after pass (a
             diagnostic: with more than one worker, calls overlap in time).
+        rule_chunks: quadrature rules (:data:`FULL_MODEL_RULES`) whose
+            chunks hold this many lanes (a power of two), in place of
+            ``chunk_size`` or the default: a benchmark's knob, since a
+            lane's numbers may depend on its chunk's size.
+        middle_rules: whether the full model's quadrature tries the rules
+            between the Gauss–Hermite and the nested one (``alpha_t``,
+            ``t_outer``, ``hermite_t``); None: on CPU only (see
+            :func:`_quadrature_stages`).
     """
     b = int(np.asarray(counts.n_m).shape[0])
     out = {name: np.full(b, np.nan) for name in FitResults._fields}
@@ -524,6 +537,8 @@ def fit_lanes(
         alpha_t=alpha_t,
         t_outer=t_outer,
         workers=workers,
+        rule_chunks=rule_chunks,
+        middle_rules=middle_rules,
     )
     pool = ThreadPoolExecutor(workers)
     try:
@@ -562,10 +577,12 @@ def _staged_chunks(
     """``lanes`` in chunks of ``size``, each for the first of ``stages``, then the rest.
 
     With ``pieces``, that many chunks instead, each padded to ``size``:
-    ``lanes[k::pieces]``, so that each holds lanes of every difficulty.
+    ``lanes[k::pieces]``, so that each holds lanes of every difficulty. A
+    stage's own :attr:`Stage.size` wins over ``size``.
     """
     first, rest = stages[0], stages[1:]
     exact = first.rule != "nuts"
+    size = first.size or size
     if pieces is None:
         parts = _chunks(lanes, size)
     else:
@@ -665,6 +682,8 @@ def plan_chunks(
     alpha_t: AlphaTRule | None = AlphaTRule(),
     t_outer: TOuterRule | None = TOuterRule(),
     workers: int | None = None,
+    rule_chunks: Mapping[str, int] | None = None,
+    middle_rules: bool | None = None,
 ) -> list[Chunk]:
     """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there).
 
@@ -682,7 +701,17 @@ def plan_chunks(
             size = chunk_size or default_chunk_size("quadrature", backend=backend)
             size = size or ACCELERATOR_QUADRATURE_CHUNK
             stages = _quadrature_stages(
-                kind, ridge, exact_paired, level, rule, laplace, hermite_t, alpha_t, t_outer, on_cpu
+                kind,
+                ridge,
+                exact_paired,
+                level,
+                rule,
+                laplace,
+                hermite_t,
+                alpha_t,
+                t_outer,
+                on_cpu,
+                on_cpu if middle_rules is None else middle_rules,
             )
             # Lanes start at the first rule their counts allow.
             routes = list(_route(stages, index, counts))
@@ -707,8 +736,15 @@ def plan_chunks(
                     continue
             elif on_cpu:
                 n = min(n, _bucket(len(lanes)))
+            if exact and rule_chunks:  # every rule's chunks sized, its fallbacks' too
+                stages = tuple(_sized(stage, rule_chunks.get(stage.rule, n)) for stage in stages)
             chunks += _staged_chunks(stages, lanes, n)
     return chunks
+
+
+def _sized(stage: Stage, size: int) -> Stage:
+    """``stage`` with chunks of ``size`` lanes, rounded down to a power of two."""
+    return stage._replace(size=1 << (max(1, int(size)).bit_length() - 1))
 
 
 def _nuts_pieces(group: int, size: int, chains: int, workers: int) -> int:
@@ -735,8 +771,14 @@ def _quadrature_stages(
     alpha_t: AlphaTRule | None,
     t_outer: TOuterRule | None,
     on_cpu: bool,
+    middle_rules: bool,
 ) -> tuple[Stage, ...]:
-    """The rules a group's lanes are tried with, in order (:func:`_lane_groups`' fields)."""
+    """The rules a group's lanes are tried with, in order (:func:`_lane_groups`' fields).
+
+    ``middle_rules``: whether to try the rules between the Gauss–Hermite and
+    the nested one. On CPU each runs its chunk in small groups, elsewhere
+    vmapped whole.
+    """
     level = float(level)
     if kind != "full":
         return (Stage(kind, _quadrature_fn(kind, level, rule)),)
@@ -745,21 +787,26 @@ def _quadrature_stages(
     # On an accelerator the middle rule's pass cost more than it saved: on an
     # H100 the driver without it ran at 62,600 and 81,300 posteriors/s on
     # 10^4 and 10^5 of the benchmark's lanes, with it 50,500 and 72,000 (as
-    # fast at 10^3; kernels-gpu-20261125-094716.json, -100215.json, -100337.json).
-    if hermite_t is not None and on_cpu:
-        fn = _hermite_t_fn(level, rule, hermite_t, CPU_HERMITE_T_GROUP, exact_paired)
+    # fast at 10^3; kernels-gpu-20261125-094716.json, -100215.json, -100337.json),
+    # so there it runs only with ``middle_rules``.
+    if hermite_t is not None and middle_rules:
+        fn = _hermite_t_fn(
+            level, rule, hermite_t, CPU_HERMITE_T_GROUP if on_cpu else None, exact_paired
+        )
         stages.insert(0, Stage("hermite_t", fn, hermite_t_allows))
     # Only where the s rule is not exact: with s exact (N_ρη ≤ 15) the rule
     # accepted 3 of the benchmark's 526 such lanes (ad hoc), which the middle
-    # rule takes at 0.3 ms a lane. Not yet measured on an accelerator, so CPU only.
-    if alpha_t is not None and on_cpu and not exact_paired:
-        fn = _alpha_t_fn(level, rule, alpha_t)
+    # rule takes at 0.3 ms a lane. Not yet measured on an accelerator: there only
+    # with ``middle_rules``.
+    if alpha_t is not None and middle_rules and not exact_paired:
+        fn = _alpha_t_fn(level, rule, alpha_t, CPU_ALPHA_T_GROUP if on_cpu else None)
         stages.insert(0, Stage("hermite_alpha_t", fn, hermite_t_allows))
     # With s exact (N_ρη ≤ 15), t outermost: no kink in t to rule lanes out,
     # and each t node's α panels break at the kinks exactly. Not yet measured
-    # on an accelerator, so CPU only.
-    if t_outer is not None and on_cpu and exact_paired:
-        stages.insert(0, Stage("t_outer", _t_outer_fn(level, t_outer)))
+    # on an accelerator: there only with ``middle_rules``.
+    if t_outer is not None and middle_rules and exact_paired:
+        fn = _t_outer_fn(level, t_outer, CPU_T_OUTER_GROUP if on_cpu else None)
+        stages.insert(0, Stage("t_outer", fn))
     if laplace is not None and ridge is not None:
         stages.insert(0, Stage("gauss_hermite", _laplace_fn(ridge, level, laplace)))
     return tuple(stages)

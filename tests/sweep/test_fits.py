@@ -14,6 +14,7 @@ from sweep.fits import (
     FULL_MODEL_RULES,
     MIN_BATCH,
     _nuts_fn,
+    _staged_chunks,
     default_chunk_size,
     default_workers,
     fit_lanes,
@@ -160,6 +161,34 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
         else:  # the group's own power of two, well below the memory budget's 4096 fits
             assert MIN_BATCH <= size < 4096 and size >= len(chunk.piece)
     assert any(not chunk.exact for chunk in nuts)
+
+
+def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhere():
+    """``rule_chunks`` and ``middle_rules``: the knobs bench_kernels.py turns on an accelerator."""
+    c, _ = with_few_paired(mixed_lanes(700, seed=6))
+    plan = plan_chunks(
+        c, "quadrature", backend="gpu", rule_chunks={"gauss_hermite": 5000}, middle_rules=True
+    )
+    sizes = {}
+    for chunk in plan:
+        sizes.setdefault(chunk.rule, set()).add(len(chunk.padded))
+        for stage in chunk.fallbacks:
+            sizes.setdefault(stage.rule, set()).add(stage.size)
+    # Gauss–Hermite's chunks rounded down to a power of two; every other rule keeps the default.
+    assert sizes.pop("gauss_hermite") == {4096}
+    assert set(sizes) >= {"hermite_alpha_t", "t_outer", "hermite_t", "nested"}
+    assert all(size == {ACCELERATOR_QUADRATURE_CHUNK} for size in sizes.values())
+    # A lane a rule rejects goes on in chunks of the next rule's size, not the rejecting one's.
+    (chunk, *_) = (ch for ch in plan if ch.rule == "gauss_hermite" and ch.fallbacks)
+    (first, *_) = _staged_chunks(chunk.fallbacks, chunk.piece[:3], len(chunk.padded))
+    assert len(first.padded) == ACCELERATOR_QUADRATURE_CHUNK
+    # On CPU the middle rules may be left out.
+    rules = {
+        r
+        for ch in plan_chunks(c, "quadrature", backend="cpu", middle_rules=False)
+        for r in (ch.rule, *(st.rule for st in ch.fallbacks))
+    }
+    assert rules == {"beta", "known", "gauss_hermite", "nested"}
 
 
 def ridge_lanes(b: int, seed: int):
