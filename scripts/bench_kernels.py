@@ -318,8 +318,13 @@ def throughput(
         quadrature["quadrature_per_s_by_chunk"] = {
             str(c): n / timed_fits(counts, keys, "quadrature", c)[1] for c in quadrature_chunks
         }
+    # Chunks in flight at once: quadrature here, so that --quadrature-only times it too.
+    by_workers = {str(w): {} for w in workers}
+    for w in workers if quadrature else ():
+        _, took = timed_fits(counts, keys, "quadrature", None, workers=w)
+        by_workers[str(w)]["quadrature_per_s"] = n / took
     if not nuts:
-        return quadrature
+        return {**quadrature, **({"by_workers": by_workers} if by_workers else {})}
     fitted = {
         loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop)) for loop in loops
     }
@@ -345,17 +350,9 @@ def throughput(
             by_slots[str(slots)] = {"chunk": chunk, **against_default(chunk, first)}
         finally:
             fits_module.ACCELERATOR_NUTS_SLOTS = None
-    by_workers = {
-        str(w): {
-            **(
-                {"quadrature_per_s": n / timed_fits(counts, keys, "quadrature", None, workers=w)[1]}
-                if quadrature
-                else {}
-            ),
-            "nuts_fits_per_s": n / timed_fits(counts, keys, "nuts", None, first, w)[1],
-        }
-        for w in workers
-    }
+    for w in workers:
+        _, took = timed_fits(counts, keys, "nuts", None, first, w)
+        by_workers[str(w)]["nuts_fits_per_s"] = n / took
     # "nuts_*" without a loop's name is the default loop's (leapfrog), as before.
     names = {"leapfrog": "nuts", "transition": "nuts_transition_loop"}
     out = {**quadrature}
