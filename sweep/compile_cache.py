@@ -28,7 +28,7 @@ directory.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
+import importlib
 import os
 import pickle
 import tempfile
@@ -149,8 +149,9 @@ def _code_fingerprint() -> str:
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             digest.update(str(file.relative_to(root)).encode())
             digest.update(file.read_bytes())
-    for package in _VERSIONED:
-        digest.update(f"{package}={importlib.metadata.version(package)}".encode())
+    for package in _VERSIONED:  # as imported, which an editable install's metadata may not be
+        version = getattr(importlib.import_module(package), "__version__", "?")
+        digest.update(f"{package}={version}".encode())
     digest.update(jax.default_backend().encode())
     return digest.hexdigest()
 
