@@ -248,14 +248,14 @@ def _read(path: Path):
 
 def _write(path: Path, exported, out_tree) -> None:
     """Store an export whole or not at all (a failure to write only costs a later trace)."""
-    data = pickle.dumps((bytes(exported.serialize()), out_tree))
     draft = None
     try:
+        data = pickle.dumps((bytes(exported.serialize()), out_tree))
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as f:
             draft = f.name
             f.write(data)
         os.replace(draft, path)
-    except OSError:
+    except Exception:  # no room, no permission, a program jax.export cannot serialize
         if draft is not None:
             Path(draft).unlink(missing_ok=True)
