@@ -10,7 +10,7 @@ left() { echo $(( $1 - ($(date +%s) - T0) )); }
 step() { echo "=== $(date +%T) +$(( $(date +%s) - T0 ))s: $*"; }
 nvidia-smi -L
 python3 -c "import jax, numpyro, pydantic, flatbuffers; print(jax.__version__, numpyro.__version__, jax.devices())"
-Q="scripts/bench_kernels.py --sizes 100000 --quadrature-only --quadrature-variants driver --quadrature-repeats 2 --out $OUT"
+Q="scripts/bench_kernels.py --sizes 100000 --quadrature-only --quadrature-variants driver --out $OUT"
 step "quadrature: the default plan (1024 lanes a chunk; 0.17.0 measured 144,548/s)"
 timeout $(left 170) python3 $Q --workers 1 2 4 2>&1 | grep -v "^ "
 step "quadrature: Gauss-Hermite in chunks of 16,384"
