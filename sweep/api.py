@@ -129,7 +129,7 @@ def run(
         progress: show a progress bar of configurations with an ETA.
         max_configurations: refuse sweeps with more fits than this.
         fault: fault-injection hook applied to each shard's fits (tests).
-        compile_cache: where to keep compiled programs for later runs: a
+        compile_cache: where to keep traced and compiled programs for later runs: a
             directory, "default" (:func:`sweep.compile_cache.default_cache_dir`)
             or None (not at all, unless JAX already has a cache directory);
             on Ray, each worker process uses the same request. See

@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--compile-cache",
         metavar="DIR",
         default=DEFAULT_COMPILE_CACHE,
-        help="keep compiled programs here for later runs (default: $BINMETRIC_SWEEP_COMPILE_CACHE, "
+        help="keep traced and compiled programs here for later runs "
+        "(default: $BINMETRIC_SWEEP_COMPILE_CACHE, "
         "else ~/.cache/binmetric-sweep/xla; JAX_COMPILATION_CACHE_DIR, if set, wins)",
     )
     cache.add_argument(
@@ -77,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="compile_cache",
         action="store_const",
         const=None,
-        help="compile every program afresh",
+        help="trace and compile every program afresh",
     )
 
     status = commands.add_parser("status", help="shards and configurations done and to do")
