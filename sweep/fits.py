@@ -576,9 +576,9 @@ def _staged_chunks(
 ) -> list[Chunk]:
     """``lanes`` in chunks of ``size``, each for the first of ``stages``, then the rest.
 
-    With ``pieces``, that many chunks instead, each padded to ``size``:
-    ``lanes[k::pieces]``, so that each holds lanes of every difficulty. A
-    stage's own :attr:`Stage.size` wins over ``size``.
+    With ``pieces`` (not None), that many chunks instead, each padded to
+    ``size``: ``lanes[k::pieces]``, so that each holds lanes of every
+    difficulty. A stage's own :attr:`Stage.size` wins over ``size``.
     """
     first, rest = stages[0], stages[1:]
     exact = first.rule != "nuts"
@@ -747,17 +747,20 @@ def _sized(stage: Stage, size: int) -> Stage:
     return stage._replace(size=1 << (max(1, int(size)).bit_length() - 1))
 
 
-def _nuts_pieces(group: int, size: int, chains: int, workers: int) -> int:
-    """How many CPU NUTS calls a group of ``group`` fits is split into, each at most ``size``.
+def _nuts_pieces(group: int, size: int, chains: int, workers: int) -> int | None:
+    """How many CPU NUTS calls a group of ``group`` fits is split into, if not calls of ``size``.
 
-    As few as hold the group, but no fewer than ``workers`` while each call
-    still fills the slots (:data:`CPU_NUTS_SLOTS` chains): on the 2-core
-    development CPU 100 of the benchmark's fits made a call of 30 fits and
-    one of 70, and the first core sat idle for 4 of the 5 s the second took.
-    A fit's draws do not depend on its call (:func:`kernels.stepwise.run_queue`).
+    Calls of ``size`` fits, as many as hold the group, unless they are fewer
+    than ``workers``: then one call per worker, as long as each still fills
+    the slots (:data:`CPU_NUTS_SLOTS` chains). On the 2-core development CPU
+    100 of the benchmark's fits made a call of 30 fits and one of 70, and the
+    first core sat idle for 4 of the 5 s the second took. A fit's draws do
+    not depend on its call (:func:`kernels.stepwise.run_queue`). None: calls
+    of ``size``.
     """
     fill = -(-CPU_NUTS_SLOTS // max(1, int(chains)))
-    return max(-(-group // size), min(workers, -(-group // fill)), 1)
+    wanted = min(workers, -(-group // fill))
+    return wanted if wanted > -(-group // size) else None
 
 
 def _quadrature_stages(
