@@ -28,6 +28,7 @@ rank-normalised split chains, as in Vehtari et al. 2021).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import NamedTuple
 
 import jax
@@ -379,22 +380,45 @@ def sample_fits(
 
 
 def _bulk_ess(alpha: np.ndarray) -> np.ndarray:
-    """Bulk ESS of ``(B, chains, samples)`` draws: ESS of rank-normalised split chains."""
+    """Bulk ESS of ``(B, chains, samples)`` draws: ESS of rank-normalised split chains.
+
+    Computed fit by fit (:func:`_ess_fit_by_fit`).
+    """
     b, c, s = alpha.shape
     half = s // 2
     split = np.concatenate([alpha[:, :, :half], alpha[:, :, half : 2 * half]], axis=1)
     flat = split.reshape(b, -1)
     ranks = np.argsort(np.argsort(flat, axis=1, kind="stable"), axis=1)
-    # Every row holds the ranks 1..n once, so the normal scores are one table
-    # of n, looked up: the same numbers as computing them row by row, whatever
-    # B. On an H100, 2 of 4096 fits' ESS moved between calls of 4096 and 1024
-    # fits with the same draws; the (B, n) device computation this replaces was
-    # the one step whose shape followed the call's (NumPy's part, on the
-    # development CPU, gives the same bits for any B).
-    n = flat.shape[1]
+    z = _normal_scores(flat.shape[1])[ranks].reshape(b, 2 * c, half)
+    return _ess_fit_by_fit(z)
+
+
+@cache
+def _normal_scores(n: int) -> np.ndarray:
+    """Blom's normal scores of the ranks 1..n, ``(n,)``.
+
+    Every row of ranks holds 1..n once, so one table serves every fit: the
+    same numbers as computing them row by row. On an H100, 2 of 4096 fits'
+    ESS moved between calls of 4096 and 1024 fits with the same draws, and
+    this replaced a ``(B, n)`` device computation whose shape followed the
+    call's.
+    """
     scores = np.asarray(jax.scipy.special.ndtri((np.arange(1.0, n + 1.0) - 0.375) / (n + 0.25)))
-    z = scores[ranks].reshape(b, 2 * c, half)
-    return np.asarray(effective_sample_size(np.moveaxis(z, 0, -1)))
+    scores.flags.writeable = False
+    return scores
+
+
+def _ess_fit_by_fit(x: np.ndarray) -> np.ndarray:
+    """NumPyro's ``effective_sample_size`` of each fit of ``x`` ``(B, chains, n)``, ``(B,)``.
+
+    One fit at a time, because the FFT behind it does not give a fit the same
+    bits in batches of different sizes (on the development CPU 1 to 4 of 64
+    to 128 fits moved, sometimes beyond the last bit where its truncation
+    of the autocorrelations flipped): a fit's ESS would depend on which fits
+    shared its call. One at a time was also faster (0.6 s against 1.0 s for
+    256 fits of 4 × 1000 draws, ad hoc).
+    """
+    return np.array([float(effective_sample_size(row[:, :, None])[0]) for row in x])
 
 
 def _sd_mcse(alpha: np.ndarray) -> np.ndarray:
@@ -404,7 +428,7 @@ def _sd_mcse(alpha: np.ndarray) -> np.ndarray:
     """
     b = alpha.shape[0]
     d = (alpha - alpha.reshape(b, -1).mean(axis=1)[:, None, None]) ** 2
-    ess = np.asarray(effective_sample_size(np.moveaxis(d, 0, -1)))
+    ess = _ess_fit_by_fit(d)
     flat = d.reshape(b, -1)
     return np.sqrt(flat.var(axis=1, ddof=1) / (4.0 * flat.mean(axis=1) * ess))
 

@@ -115,3 +115,21 @@ def test_nuts_is_deterministic_and_independent_of_batch():
     chosen = jax.jit(jax.vmap(lambda k, c: sample_fit(sampler_key(k), c, settings, 3)))(keys, c)
     per_lane = summarize_draws(np.asarray(chosen.alpha), 0.95)
     np.testing.assert_allclose(per_lane.mean, both.post_mean, rtol=1e-5)
+
+
+def test_a_fits_summary_does_not_depend_on_the_fits_beside_it():
+    """Every field of summarize_draws, ESS and its MCSE included, bit for bit in any batch.
+
+    NumPyro's FFT gives a fit other bits in batches of other sizes (seen: 1 to
+    4 of 64-128 fits), so ESS and the SD's MCSE are computed fit by fit.
+    """
+    r = np.random.default_rng(7)
+    b = 100
+    walk = r.normal(size=(b, 4, 1000)).cumsum(axis=2) * r.uniform(0.0, 0.1, (b, 1, 1))
+    alpha = 1.0 / (1.0 + np.exp(-(walk + r.normal(size=walk.shape))))
+    whole = summarize_draws(alpha, 0.95)
+    for size in (1, 7, 33):
+        parts = [summarize_draws(alpha[i : i + size], 0.95) for i in range(0, b, size)]
+        for name, got in zip(whole._fields, zip(*parts, strict=True), strict=True):
+            np.testing.assert_array_equal(np.concatenate(got), getattr(whole, name), err_msg=name)
+    assert np.all((whole.ess > 0) & (whole.ess < 2 * 4 * 1000)) and np.all(whole.sd_mcse > 0)
