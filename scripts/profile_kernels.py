@@ -13,6 +13,8 @@ On whatever device JAX has, on the benchmark's lanes
     call: the leapfrog loop runs until its last chain is done) and the mean,
     so the time an iteration and a chain-iteration (where the call's chains
     all run at once, as on an accelerator; on CPU they queue for 128 slots);
+    and the host's time for the call's summaries (``host_summaries_s``:
+    ``summarize_draws``, which ``fit_lanes`` runs after each call);
   * quadrature: ``fit_lanes`` on the same lanes, run once, then traced;
   * for each, every device kernel's total time and launches (the ``--top``
     largest), and their sum against the wall time. On CPU, where there is no
@@ -48,7 +50,7 @@ from bench_kernels import lanes, sample_designs, timed  # noqa: E402 - beside th
 from jax.profiler import ProfileData  # noqa: E402
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
-from kernels.nuts import NUTSSettings  # noqa: E402
+from kernels.nuts import NUTSSettings, summarize_draws  # noqa: E402
 from sweep.fits import fit_lanes, nuts_slots, plan_chunks  # noqa: E402
 
 
@@ -136,6 +138,11 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
     leapfrogs = np.asarray(draws.leapfrogs)[:n]
     chains = len(chunk.padded) * leapfrogs.shape[1]
     slots = nuts_slots()
+    # What fit_lanes does next, on the host: each fit's mean, SD, interval, R-hat, ESS
+    # (timed the second time, once its tables and JAX's ops exist).
+    alpha = np.asarray(draws.alpha)[:n]
+    for _ in range(2):
+        _, summaries = timed(lambda: summarize_draws(alpha, 0.95))
     result = {
         "fits": n,
         "padded_fits": len(chunk.padded),
@@ -143,6 +150,7 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
         "slots": slots,
         "first_call_s": first,
         "wall_s": seconds,
+        "host_summaries_s": summaries,
         "mean_leapfrogs": float(leapfrogs.mean()),
         "most_leapfrogs": int(leapfrogs.max()),
     }

@@ -16,10 +16,10 @@ timeout $(left 170) python3 $Q --workers 1 2 4 2>&1 | grep -v "^ "
 step "quadrature: Gauss-Hermite in chunks of 16,384"
 timeout $(left 290) python3 $Q --rule-chunks gauss_hermite=16384 --workers 1 2 2>&1 | grep -v "^ "
 step "NUTS 4096 fits: exported programs give 0.18.0's numbers? (nuts_post_mean_sum 2063.4945731304815 in -061052)"
-timeout $(left 380) python3 scripts/bench_kernels.py --sizes 4096 --nuts-only --loops leapfrog --lockstep 0 --baseline 0 --warm-up --out $OUT 2>&1 | grep -v "^ "
+timeout $(left 380) python3 scripts/bench_kernels.py --sizes 4096 --nuts-only --loops leapfrog --lockstep 0 --baseline 0 --warm-up --workers 1 2 --out $OUT 2>&1 | grep -v "^ "
 step "quadrature: Gauss-Hermite in chunks of 16,384, middle rules on"
 timeout $(left 470) python3 $Q --rule-chunks gauss_hermite=16384 --middle-rules on 2>&1 | grep -v "^ "
-step "profile: which rule the quadrature's device time is"
+step "profile: which rule the quadrature's device time is; the host's share of a NUTS call (host_summaries_s)"
 timeout $(left 560) python3 scripts/profile_kernels.py --fits 16384 --hlo --out $OUT 2>&1 | tail -40
 step done
 ls -la $OUT
