@@ -388,7 +388,9 @@ def _bulk_ess(alpha: np.ndarray) -> np.ndarray:
     half = s // 2
     split = np.concatenate([alpha[:, :, :half], alpha[:, :, half : 2 * half]], axis=1)
     flat = split.reshape(b, -1)
-    ranks = np.argsort(np.argsort(flat, axis=1, kind="stable"), axis=1)
+    order = np.argsort(flat, axis=1, kind="stable")
+    ranks = np.empty_like(order)  # the inverse permutation: argsort(order), without a sort
+    np.put_along_axis(ranks, order, np.arange(flat.shape[1])[None, :], axis=1)
     z = _normal_scores(flat.shape[1])[ranks].reshape(b, 2 * c, half)
     return _ess_fit_by_fit(z)
 
