@@ -22,22 +22,23 @@ coordinate is logit α in both, so the α draws are read the same way.
 Only what the summaries need is kept: the α draws of the sampling phase
 (``(chains, samples)`` per fit), divergences and tree depths.
 :func:`summarize_draws` then computes, on the host, the posterior mean, SD and
-central interval, split R-hat and bulk ESS (``numpyro.diagnostics`` on
-rank-normalised split chains, as in Vehtari et al. 2021).
+central interval, split R-hat (``numpyro.diagnostics``) and bulk ESS
+(:mod:`kernels.diagnostics`: NumPyro's estimator on rank-normalised split
+chains, as in Vehtari et al. 2021, vectorised over fits).
 """
 
 from __future__ import annotations
 
-from functools import cache
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+from numpyro.diagnostics import split_gelman_rubin
 from numpyro.infer.hmc import hmc
 
 from kernels.counts import Counts
+from kernels.diagnostics import bulk_effective_sample_size, sd_mcse
 from kernels.logdensity import logdensity, logdensity_centres
 from kernels.ridge import prefers_ridge, ridge_centres, ridge_logdensity, ridge_position
 from kernels.stepwise import run_queue
@@ -379,63 +380,6 @@ def sample_fits(
     return jax.tree.map(lambda x: x.reshape(b, chains, *x.shape[1:]), draws)
 
 
-def _bulk_ess(alpha: np.ndarray) -> np.ndarray:
-    """Bulk ESS of ``(B, chains, samples)`` draws: ESS of rank-normalised split chains.
-
-    Computed fit by fit (:func:`_ess_fit_by_fit`).
-    """
-    b, c, s = alpha.shape
-    half = s // 2
-    split = np.concatenate([alpha[:, :, :half], alpha[:, :, half : 2 * half]], axis=1)
-    flat = split.reshape(b, -1)
-    order = np.argsort(flat, axis=1, kind="stable")
-    ranks = np.empty_like(order)  # the inverse permutation: argsort(order), without a sort
-    np.put_along_axis(ranks, order, np.arange(flat.shape[1])[None, :], axis=1)
-    z = _normal_scores(flat.shape[1])[ranks].reshape(b, 2 * c, half)
-    return _ess_fit_by_fit(z)
-
-
-@cache
-def _normal_scores(n: int) -> np.ndarray:
-    """Blom's normal scores of the ranks 1..n, ``(n,)``.
-
-    Every row of ranks holds 1..n once, so one table serves every fit: the
-    same numbers as computing them row by row. On an H100, 2 of 4096 fits'
-    ESS moved between calls of 4096 and 1024 fits with the same draws, and
-    this replaced a ``(B, n)`` device computation whose shape followed the
-    call's.
-    """
-    scores = np.asarray(jax.scipy.special.ndtri((np.arange(1.0, n + 1.0) - 0.375) / (n + 0.25)))
-    scores.flags.writeable = False
-    return scores
-
-
-def _ess_fit_by_fit(x: np.ndarray) -> np.ndarray:
-    """NumPyro's ``effective_sample_size`` of each fit of ``x`` ``(B, chains, n)``, ``(B,)``.
-
-    One fit at a time, because the FFT behind it does not give a fit the same
-    bits in batches of different sizes (on the development CPU 1 to 4 of 64
-    to 128 fits moved, sometimes beyond the last bit where its truncation
-    of the autocorrelations flipped): a fit's ESS would depend on which fits
-    shared its call. One at a time costs about what the batch did: with
-    the bulk ESS's ranks, 5.1 s against 5.5 s for 4096 fits of 4 × 1000
-    draws, 0.29 s against 0.25 s for 256 (ad hoc).
-    """
-    return np.array([float(effective_sample_size(row[:, :, None])[0]) for row in x])
-
-
-def _sd_mcse(alpha: np.ndarray) -> np.ndarray:
-    """Monte Carlo SE of the SD of ``(B, chains, samples)`` draws.
-
-    With d = (α − ᾱ)², SD = √E[d] and Var(SD) ≈ Var(d)/(4·E[d]·ESS(d)).
-    """
-    b = alpha.shape[0]
-    d = (alpha - alpha.reshape(b, -1).mean(axis=1)[:, None, None]) ** 2
-    ess = _ess_fit_by_fit(d)
-    flat = d.reshape(b, -1)
-    return np.sqrt(flat.var(axis=1, ddof=1) / (4.0 * flat.mean(axis=1) * ess))
-
-
 def summarize_draws(alpha: np.ndarray, level: float) -> DrawSummary:
     """Mean, SD and its MCSE, central ``level`` interval, split R-hat and bulk ESS of α.
 
@@ -449,7 +393,7 @@ def summarize_draws(alpha: np.ndarray, level: float) -> DrawSummary:
     # Constant chains (a fit whose α never moved) have no defined R-hat: NaN.
     with np.errstate(invalid="ignore", divide="ignore"):
         rhat = np.asarray(split_gelman_rubin(np.moveaxis(alpha, 0, -1)))
-        ess = _bulk_ess(alpha)
-        sd_mcse = _sd_mcse(alpha)
+        ess = bulk_effective_sample_size(alpha)
+        mcse = sd_mcse(alpha)
     mean, sd = flat.mean(axis=1), flat.std(axis=1, ddof=1)
-    return DrawSummary(mean, sd, low, high, rhat, ess, sd_mcse)
+    return DrawSummary(mean, sd, low, high, rhat, ess, mcse)

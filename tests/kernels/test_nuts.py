@@ -120,8 +120,8 @@ def test_nuts_is_deterministic_and_independent_of_batch():
 def test_a_fits_summary_does_not_depend_on_the_fits_beside_it():
     """Every field of summarize_draws, ESS and its MCSE included, bit for bit in any batch.
 
-    NumPyro's FFT gives a fit other bits in batches of other sizes (seen: 1 to
-    4 of 64-128 fits), so ESS and the SD's MCSE are computed fit by fit.
+    NumPyro's ESS gives a fit other bits in batches of other sizes (seen: 1 to
+    4 of 64-128 fits); kernels.diagnostics' does not (test_diagnostics).
     """
     r = np.random.default_rng(7)
     b = 100
