@@ -14,7 +14,8 @@ On whatever device JAX has, on the benchmark's lanes
     so the time an iteration and a chain-iteration (where the call's chains
     all run at once, as on an accelerator; on CPU they queue for 128 slots);
     and the host's time for the call's summaries (``host_summaries_s``:
-    ``summarize_draws``, which ``fit_lanes`` runs after each call);
+    ``summarize_draws`` in one thread; ``host_summaries_in_blocks_s``: in
+    blocks on every core, as ``fit_lanes`` runs them after each call);
   * quadrature: ``fit_lanes`` on the same lanes, run once, then traced;
   * for each, every device kernel's total time and launches (the ``--top``
     largest), and their sum against the wall time. On CPU, where there is no
@@ -39,6 +40,7 @@ import gzip
 import json
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -51,7 +53,13 @@ from jax.profiler import ProfileData  # noqa: E402
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from kernels.nuts import NUTSSettings, summarize_draws  # noqa: E402
-from sweep.fits import fit_lanes, nuts_slots, plan_chunks  # noqa: E402
+from sweep.fits import (  # noqa: E402
+    fit_lanes,
+    nuts_slots,
+    plan_chunks,
+    summarize_in_blocks,
+    usable_cores,
+)
 
 
 def kernel_times(trace_dir: str, top: int) -> dict:
@@ -143,6 +151,9 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
     alpha = np.asarray(draws.alpha)[:n]
     for _ in range(2):
         _, summaries = timed(lambda: summarize_draws(alpha, 0.95))
+    with ThreadPoolExecutor(usable_cores()) as pool:  # as fit_lanes does since 0.20.0
+        for _ in range(2):
+            _, in_blocks = timed(lambda: summarize_in_blocks(alpha, 0.95, pool))
     result = {
         "fits": n,
         "padded_fits": len(chunk.padded),
@@ -151,6 +162,8 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
         "first_call_s": first,
         "wall_s": seconds,
         "host_summaries_s": summaries,
+        "host_summaries_threads": usable_cores(),
+        "host_summaries_in_blocks_s": in_blocks,
         "mean_leapfrogs": float(leapfrogs.mean()),
         "most_leapfrogs": int(leapfrogs.max()),
     }
