@@ -175,10 +175,9 @@ class GridBlock(_Strict):
 
     @model_validator(mode="after")
     def _check_ties(self) -> GridBlock:
-        for field in AXES:
+        ties = [field for field in AXES if isinstance(getattr(self, field), str)]
+        for field in ties:  # every name first, so that a chain below follows only axes
             value = getattr(self, field)
-            if not isinstance(value, str):
-                continue
             if value == "known":
                 if field != "n_rho_eta":
                     raise SweepError(
@@ -194,6 +193,9 @@ class GridBlock(_Strict):
                     f"grid.{field}: {value!r} names no axis it can be tied to; "
                     f"allowed: {allowed}{extra}"
                 )
+        for field in ties:
+            if getattr(self, field) == "known":
+                continue
             chain = [field]
             while isinstance(getattr(self, chain[-1]), str):
                 target = getattr(self, chain[-1])

@@ -81,6 +81,9 @@ def test_generated_axes():
         ({"grid": {**tiny()["grid"], "eta": "n_phi"}}, "grid.eta"),
         ({"grid": {**tiny()["grid"], "eta": "gamma"}}, "grid.eta"),
         ({"grid": {**tiny()["grid"], "eta": "rho", "rho": "eta"}}, "grid.rho"),
+        # a tie to a tie whose own name is bad (found by hypothesis: an AttributeError)
+        ({"grid": {**tiny()["grid"], "alpha": "rho", "rho": ""}}, "grid.rho"),
+        ({"grid": {**tiny()["grid"], "alpha": "eta", "eta": "n_m"}}, "grid.eta"),
         ({"grid": {**tiny()["grid"], "psi": [0.4]}}, "grid.psi"),
         ({"grid": {**tiny()["grid"], "n_m": "known"}}, "grid.n_m"),
         ({"grid": {**tiny()["grid"], "n_m": {"range": [0, 10, 0]}}}, "grid.n_m"),
