@@ -19,9 +19,9 @@ step "NUTS 4096 fits: exported programs give 0.18.0's numbers? (nuts_post_mean_s
 timeout $(left 380) python3 scripts/bench_kernels.py --sizes 4096 --nuts-only --loops leapfrog --lockstep 0 --baseline 0 --warm-up --workers 1 2 --out $OUT 2>&1 | grep -v "^ "
 step "quadrature: Gauss-Hermite in chunks of 16,384, middle rules on"
 timeout $(left 470) python3 $Q --rule-chunks gauss_hermite=16384 --middle-rules on 2>&1 | grep -v "^ "
-step "profile: which rule the quadrature's device time is; the host's share of a NUTS call (host_summaries_s)"
+step "profile: which rule the quadrature's device time is; the host's share of a NUTS call (host_summaries_s, and on every core host_summaries_in_blocks_s)"
 timeout $(left 560) python3 scripts/profile_kernels.py --fits 16384 --hlo --out $OUT 2>&1 | tail -40
-step "if time is left: ESS and all else the same in calls of 4096 and 1024 fits (0.19.0's ESS fit by fit)"
+step "if time is left: ESS and all else the same in calls of 4096 and 1024 fits (0.20.0's vectorised ESS)"
 timeout $(left 595) python3 scripts/nuts_call_determinism.py --fits 4096 --chunks 4096 1024 --out $OUT 2>&1 | tail -15
 step done
 ls -la $OUT
