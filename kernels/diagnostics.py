@@ -31,24 +31,15 @@ import numpy as np
 
 __all__ = ["effective_sample_size", "bulk_effective_sample_size", "sd_mcse"]
 
-#: Fits per vectorised block: keeps the FFT's temporaries near 40 MB for
-#: 4 × 1000 draws at any batch size. Blocks do not change any fit's bits.
-_BLOCK = 512
-
 
 def effective_sample_size(x: np.ndarray) -> np.ndarray:
     """ESS of each fit's chains, NumPyro's estimator: ``x`` ``(B, chains, n)`` → ``(B,)``.
 
-    ``n ≥ 2``. Constant chains give NaN, as NumPyro's does.
+    ``n ≥ 2``. Constant chains give NaN, as NumPyro's does. Its temporaries
+    are a few times ``x``'s size: callers bound that by blocks of fits
+    (:func:`kernels.nuts.summarize_draws`).
     """
-    x = np.asarray(x, dtype=np.float64)
-    out = np.empty(x.shape[0])
-    for start in range(0, x.shape[0], _BLOCK):
-        out[start : start + _BLOCK] = _block_ess(np.ascontiguousarray(x[start : start + _BLOCK]))
-    return out
-
-
-def _block_ess(x: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=np.float64)
     b, chains, n = x.shape
     padded = 2 * _next_fast_length(n)
     centred = x - x.mean(axis=-1, keepdims=True)

@@ -55,6 +55,8 @@ __all__ = [
     "sample_fit",
     "runs_leapfrog_loop",
     "sample_fits",
+    "SUMMARY_BLOCK_DRAWS",
+    "summary_block_fits",
     "summarize_draws",
 ]
 
@@ -380,12 +382,33 @@ def sample_fits(
     return jax.tree.map(lambda x: x.reshape(b, chains, *x.shape[1:]), draws)
 
 
+#: Draws (fits × chains × samples) :func:`summarize_draws` takes at a time:
+#: its temporaries (ranks, normal scores, spectra: about ten arrays that size)
+#: stay near 100 MB whatever the batch or the chains' length.
+SUMMARY_BLOCK_DRAWS = 1 << 20
+
+
+def summary_block_fits(chains: int, samples: int) -> int:
+    """Fits in each of :func:`summarize_draws`' blocks (at least one)."""
+    return max(1, SUMMARY_BLOCK_DRAWS // max(1, chains * samples))
+
+
 def summarize_draws(alpha: np.ndarray, level: float) -> DrawSummary:
     """Mean, SD and its MCSE, central ``level`` interval, split R-hat and bulk ESS of α.
 
     ``alpha`` has shape ``(B, chains, samples)``; every output is ``(B,)``.
+    Computed in blocks of :func:`summary_block_fits` fits; a fit's summary
+    has the same bits in any block or batch.
     """
     alpha = np.asarray(alpha, dtype=np.float64)
+    size = summary_block_fits(*alpha.shape[1:])
+    if alpha.shape[0] <= size:
+        return _summarize_block(alpha, level)
+    parts = [_summarize_block(alpha[i : i + size], level) for i in range(0, len(alpha), size)]
+    return DrawSummary(*(np.concatenate(field) for field in zip(*parts, strict=True)))
+
+
+def _summarize_block(alpha: np.ndarray, level: float) -> DrawSummary:
     b = alpha.shape[0]
     flat = alpha.reshape(b, -1)
     tail = 0.5 * (1.0 - level)

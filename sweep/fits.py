@@ -49,6 +49,7 @@ from kernels.nuts import (
     sample_fits,
     sampler_key,
     summarize_draws,
+    summary_block_fits,
 )
 from kernels.quadrature import (
     MODEL_KINDS,
@@ -77,7 +78,6 @@ __all__ = [
     "CPU_EXACT_PAIRED_GROUP",
     "CPU_HERMITE_T_GROUP",
     "CPU_ALPHA_T_GROUP",
-    "HOST_SUMMARY_BLOCK",
     "QUADRATURE_RULES",
     "FULL_MODEL_RULES",
     "fit_lanes",
@@ -164,10 +164,6 @@ CPU_ALPHA_T_GROUP = 16
 #: The same for :func:`kernels.t_outer.t_outer_summary` (the lanes' fits do
 #: not depend on it).
 CPU_T_OUTER_GROUP = 16
-#: Fits per block of a NUTS call's host-side summaries
-#: (:func:`summarize_in_blocks`): 16 blocks for a call of 4096, one per core
-#: of a 16-core host.
-HOST_SUMMARY_BLOCK = 256
 #: Names of the rules a quadrature lane's numbers can come from, in the order
 #: :func:`fit_lanes` tries them: the Beta itself (N_M = 0), the exact
 #: one-dimensional rule (ρ, η known), and for the full model the adaptive
@@ -278,21 +274,23 @@ def usable_cores() -> int:
 
 
 def summarize_in_blocks(alpha: np.ndarray, level: float, pool=None) -> DrawSummary:
-    """:func:`kernels.nuts.summarize_draws` of ``(B, chains, samples)`` draws, in blocks.
+    """:func:`kernels.nuts.summarize_draws` of ``(B, chains, samples)`` draws, blocks in threads.
 
-    Blocks of :data:`HOST_SUMMARY_BLOCK` fits run on ``pool``'s threads (an
-    executor; None: here, at once): NumPy's sorts, FFTs and reductions let
-    go of the GIL, and a fit's summary has the same bits in any block
-    (``tests/kernels/test_diagnostics.py``), so the numbers are those of one
-    call. On the 2-core development CPU 4096 fits took 1.2–1.4 s in two
-    threads against 2.7–3.3 s in one (ad hoc); on an accelerator's host this
-    is what a NUTS call waits on before the next is sent, with one worker.
+    Its blocks (:func:`kernels.nuts.summary_block_fits`: 262 fits of 4 ×
+    1000 draws, 16 for a call of 4096) run on ``pool``'s threads (an
+    executor; None: here, one after another). NumPy's sorts, FFTs and
+    reductions let go of the GIL, and a fit's summary has the same bits in
+    any block, so the numbers are those of one call. On the 2-core
+    development CPU 4096 fits took 1.2–1.4 s in two threads against 2.7–3.3 s
+    in one (ad hoc); on an accelerator's host, with one worker, the next
+    NUTS call waits for this.
     """
-    n = alpha.shape[0]
-    if pool is None or n <= HOST_SUMMARY_BLOCK:
+    alpha = np.asarray(alpha, dtype=np.float64)
+    size = summary_block_fits(*alpha.shape[1:])
+    if pool is None or len(alpha) <= size:
         return summarize_draws(alpha, level)
-    starts = range(0, n, HOST_SUMMARY_BLOCK)
-    parts = pool.map(lambda i: summarize_draws(alpha[i : i + HOST_SUMMARY_BLOCK], level), starts)
+    starts = range(0, len(alpha), size)
+    parts = pool.map(lambda i: summarize_draws(alpha[i : i + size], level), starts)
     return DrawSummary(*(np.concatenate(field) for field in zip(*parts, strict=True)))
 
 
