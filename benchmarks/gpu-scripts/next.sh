@@ -23,5 +23,7 @@ step "profile: which rule the quadrature's device time is; the host's share of a
 timeout $(left 560) python3 scripts/profile_kernels.py --fits 16384 --hlo --out $OUT 2>&1 | tail -40
 step "if time is left: ESS and all else the same in calls of 4096 and 1024 fits (0.20.0's vectorised ESS)"
 timeout $(left 595) python3 scripts/nuts_call_determinism.py --fits 4096 --chunks 4096 1024 --out $OUT 2>&1 | tail -15
+step "if time is left: the host's summaries, NumPyro fit by fit against vectorised and on every core"
+timeout $(left 598) python3 scripts/bench_summaries.py --repeats 1 --out $OUT 2>&1 | tail -3
 step done
 ls -la $OUT
