@@ -393,18 +393,22 @@ def summary_block_fits(chains: int, samples: int) -> int:
     return max(1, SUMMARY_BLOCK_DRAWS // max(1, chains * samples))
 
 
-def summarize_draws(alpha: np.ndarray, level: float) -> DrawSummary:
+def summarize_draws(alpha: np.ndarray, level: float, map_blocks=map) -> DrawSummary:
     """Mean, SD and its MCSE, central ``level`` interval, split R-hat and bulk ESS of α.
 
     ``alpha`` has shape ``(B, chains, samples)``; every output is ``(B,)``.
-    Computed in blocks of :func:`summary_block_fits` fits; a fit's summary
-    has the same bits in any block or batch.
+    Computed in blocks of :func:`summary_block_fits` fits, mapped over with
+    ``map_blocks``: the builtin ``map``, or an executor's, which runs them in
+    threads (NumPy's sorts, FFTs and reductions let go of the GIL). A fit's
+    summary has the same bits in any block or batch, so neither changes a
+    number.
     """
     alpha = np.asarray(alpha, dtype=np.float64)
     size = summary_block_fits(*alpha.shape[1:])
     if alpha.shape[0] <= size:
         return _summarize_block(alpha, level)
-    parts = [_summarize_block(alpha[i : i + size], level) for i in range(0, len(alpha), size)]
+    starts = range(0, len(alpha), size)
+    parts = map_blocks(lambda i: _summarize_block(alpha[i : i + size], level), starts)
     return DrawSummary(*(np.concatenate(field) for field in zip(*parts, strict=True)))
 
 

@@ -10,8 +10,8 @@ times, in one run, interleaved:
   stable sort, ties broken by position) and for the SD's MCSE;
 * ``one_thread``: ``kernels.nuts.summarize_draws`` (the ESS vectorised over
   fits, ``kernels.diagnostics``);
-* ``threads``: ``sweep.fits.summarize_in_blocks`` on every core, as
-  ``fit_lanes`` runs it;
+* ``threads``: the same with its blocks on every core, as ``fit_lanes``
+  runs it;
 
 and reports milliseconds a fit (medians), the ratios, and how far the first
 way's ESS is from the others' (they differ where draws tie).
@@ -39,7 +39,7 @@ from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from kernels.nuts import DrawSummary, summarize_draws
-from sweep.fits import summarize_in_blocks, usable_cores
+from sweep.fits import usable_cores
 
 
 def synthetic_draws(fits: int, chains: int, samples: int, seed: int = 0) -> np.ndarray:
@@ -102,7 +102,7 @@ def main(argv=None) -> None:
         ways = {
             "numpyro_fit_by_fit": lambda: numpyro_fit_by_fit(alpha, 0.95),
             "one_thread": lambda: summarize_draws(alpha, 0.95),
-            "threads": lambda: summarize_in_blocks(alpha, 0.95, pool),
+            "threads": lambda: summarize_draws(alpha, 0.95, pool.map),
         }
         results = {name: way() for name, way in ways.items()}  # untimed: tables, threads
         seconds = {name: [] for name in ways}

@@ -57,7 +57,6 @@ from sweep.fits import (  # noqa: E402
     fit_lanes,
     nuts_slots,
     plan_chunks,
-    summarize_in_blocks,
     usable_cores,
 )
 
@@ -153,7 +152,7 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
         _, summaries = timed(lambda: summarize_draws(alpha, 0.95))
     with ThreadPoolExecutor(usable_cores()) as pool:  # as fit_lanes does since 0.20.0
         for _ in range(2):
-            _, in_blocks = timed(lambda: summarize_in_blocks(alpha, 0.95, pool))
+            _, in_blocks = timed(lambda: summarize_draws(alpha, 0.95, pool.map))
     result = {
         "fits": n,
         "padded_fits": len(chunk.padded),

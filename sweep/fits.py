@@ -43,13 +43,11 @@ from kernels.gauss_hermite import (
 )
 from kernels.logdensity import position_size
 from kernels.nuts import (
-    DrawSummary,
     NUTSSettings,
     runs_leapfrog_loop,
     sample_fits,
     sampler_key,
     summarize_draws,
-    summary_block_fits,
 )
 from kernels.quadrature import (
     MODEL_KINDS,
@@ -88,7 +86,6 @@ __all__ = [
     "default_chunk_size",
     "default_workers",
     "usable_cores",
-    "summarize_in_blocks",
     "difficulty",
     "plan_chunks",
     "Chunk",
@@ -271,27 +268,6 @@ def usable_cores() -> int:
     """Cores this process may run on."""
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     return len(cores) if cores else os.cpu_count() or 1
-
-
-def summarize_in_blocks(alpha: np.ndarray, level: float, pool=None) -> DrawSummary:
-    """:func:`kernels.nuts.summarize_draws` of ``(B, chains, samples)`` draws, blocks in threads.
-
-    Its blocks (:func:`kernels.nuts.summary_block_fits`: 262 fits of 4 ×
-    1000 draws, 16 for a call of 4096) run on ``pool``'s threads (an
-    executor; None: here, one after another). NumPy's sorts, FFTs and
-    reductions let go of the GIL, and a fit's summary has the same bits in
-    any block, so the numbers are those of one call. On the 2-core
-    development CPU 4096 fits took 1.2–1.4 s in two threads against 2.7–3.3 s
-    in one (ad hoc); on an accelerator's host, with one worker, the next
-    NUTS call waits for this.
-    """
-    alpha = np.asarray(alpha, dtype=np.float64)
-    size = summary_block_fits(*alpha.shape[1:])
-    if pool is None or len(alpha) <= size:
-        return summarize_draws(alpha, level)
-    starts = range(0, len(alpha), size)
-    parts = pool.map(lambda i: summarize_draws(alpha[i : i + size], level), starts)
-    return DrawSummary(*(np.concatenate(field) for field in zip(*parts, strict=True)))
 
 
 def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
@@ -571,8 +547,11 @@ def fit_lanes(
         middle_rules=middle_rules,
     )
     pool = ThreadPoolExecutor(workers)
-    # NUTS calls' summaries in blocks on every core (summarize_in_blocks); a
-    # pool of its own, so that a chunk's thread never waits on its own pool.
+    # A NUTS call's summaries in blocks on every core (summarize_draws' map_blocks;
+    # on the 2-core CPU 4096 fits took 0.31 ms a fit against 0.70 in one thread,
+    # summaries-cpu-20261126-114954.json): on an accelerator's host, with one
+    # worker, the next call waits for them. A pool of its own, so that a
+    # chunk's thread never waits on its own pool.
     summaries = ThreadPoolExecutor(usable_cores()) if method == "nuts" else None
     try:
         while chunks:
@@ -680,7 +659,7 @@ def _run_chunks(
 def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summaries=None) -> dict:
     """One chunk's summaries as FitResults fields, for its first ``len(chunk.piece)`` lanes.
 
-    ``summaries``: as :func:`summarize_in_blocks`' ``pool``.
+    ``summaries``: None, or the executor a NUTS chunk's summaries run on.
     """
     lanes = _take(counts, chunk.padded)
     n = len(chunk.piece)
@@ -690,7 +669,7 @@ def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summ
             return {**_exact_fields(s), "accepted": accepted}
         return _exact_fields(jax.device_get(chunk.fn(lanes, n)))
     draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes, n))
-    d = summarize_in_blocks(draws.alpha[:n], level, summaries)
+    d = summarize_draws(draws.alpha[:n], level, map if summaries is None else summaries.map)
     return {
         "post_mean": d.mean,
         "post_sd": d.sd,

@@ -7,11 +7,19 @@ included): over 200 sampled fits, each compared with its exact posterior.
 NumPyro's lock-step loop is held to the same bounds on a subset.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import jax
 import numpy as np
 import pytest
 
-from kernels.nuts import NUTSSettings, sample_fit, sampler_key, summarize_draws
+from kernels.nuts import (
+    NUTSSettings,
+    sample_fit,
+    sampler_key,
+    summarize_draws,
+    summary_block_fits,
+)
 from kernels.ridge import prefers_ridge
 from sweep.fits import fit_lanes, lane_keys
 from tests.kernels.helpers import agreement_lanes, counts, published_eps
@@ -133,3 +141,19 @@ def test_a_fits_summary_does_not_depend_on_the_fits_beside_it():
         for name, got in zip(whole._fields, zip(*parts, strict=True), strict=True):
             np.testing.assert_array_equal(np.concatenate(got), getattr(whole, name), err_msg=name)
     assert np.all((whole.ess > 0) & (whole.ess < 2 * 4 * 1000)) and np.all(whole.sd_mcse > 0)
+
+
+def test_summaries_in_blocks_on_threads_are_those_of_each_fit_alone():
+    """How fit_lanes summarises a NUTS call on an accelerator's host: blocks on every core."""
+    r = np.random.default_rng(8)
+    walk = r.normal(size=(600, 4, 1000)).cumsum(axis=2) * r.uniform(0.0, 0.1, (600, 1, 1))
+    alpha = 1.0 / (1.0 + np.exp(-(walk + r.normal(size=walk.shape))))
+    alpha[5] = 0.5  # a fit whose α never moved: NaN R-hat and ESS, in a block as alone
+    assert summary_block_fits(4, 1000) < 300  # so three blocks here, the last ragged
+    with np.errstate(invalid="ignore", divide="ignore"):
+        with ThreadPoolExecutor(3) as pool:
+            blocks = summarize_draws(alpha, 0.9, pool.map)
+        alone = [summarize_draws(alpha[i : i + 1], 0.9) for i in range(600)]
+    for name, got, each in zip(blocks._fields, blocks, zip(*alone, strict=True), strict=True):
+        np.testing.assert_array_equal(got, np.concatenate(each), err_msg=name)
+    assert np.isnan(blocks.ess[5]) and np.isfinite(np.delete(blocks.ess, 5)).all()

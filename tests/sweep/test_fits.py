@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import jax
 import numpy as np
 
-from kernels.nuts import NUTSSettings, summarize_draws, summary_block_fits
+from kernels.nuts import NUTSSettings
 from kernels.quadrature import model_kind, paired_rule_is_exact
 from sweep.fits import (
     ACCELERATOR_QUADRATURE_CHUNK,
@@ -23,7 +21,6 @@ from sweep.fits import (
     lane_keys,
     nuts_slots,
     plan_chunks,
-    summarize_in_blocks,
 )
 from tests.kernels.helpers import counts
 
@@ -239,21 +236,6 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
         for name, x, y in zip(one._fields, one, three, strict=True):
             np.testing.assert_array_equal(x, y, err_msg=name)
         assert np.isfinite(one.post_sd).all()
-
-
-def test_a_nuts_calls_summaries_in_blocks_on_threads_are_those_of_each_fit_alone():
-    r = np.random.default_rng(8)
-    walk = r.normal(size=(600, 4, 1000)).cumsum(axis=2) * r.uniform(0.0, 0.1, (600, 1, 1))
-    alpha = 1.0 / (1.0 + np.exp(-(walk + r.normal(size=walk.shape))))
-    alpha[5] = 0.5  # a fit whose α never moved: NaN R-hat and ESS, in a block as alone
-    assert summary_block_fits(4, 1000) < 300  # so three blocks here, the last ragged
-    with np.errstate(invalid="ignore", divide="ignore"):
-        with ThreadPoolExecutor(3) as pool:
-            blocks = summarize_in_blocks(alpha, 0.9, pool)
-        alone = [summarize_draws(alpha[i : i + 1], 0.9) for i in range(600)]
-    for name, got, each in zip(blocks._fields, blocks, zip(*alone, strict=True), strict=True):
-        np.testing.assert_array_equal(got, np.concatenate(each), err_msg=name)
-    assert np.isnan(blocks.ess[5]) and np.isfinite(np.delete(blocks.ess, 5)).all()
 
 
 def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere():
