@@ -89,7 +89,7 @@ def bulk_effective_sample_size(draws: np.ndarray) -> np.ndarray:
     b, c, s = draws.shape
     half = s // 2
     split = np.concatenate([draws[:, :, :half], draws[:, :, half : 2 * half]], axis=1)
-    flat = split.reshape(b, -1)
+    flat = split.reshape(b, 2 * c * half)
     n = flat.shape[1]
     order = np.argsort(flat, axis=1)  # ties in any order: they share a rank
     ordered = np.take_along_axis(flat, order, axis=1)
@@ -128,7 +128,7 @@ def sd_mcse(draws: np.ndarray) -> np.ndarray:
     With d = (α − ᾱ)², SD = √E[d] and Var(SD) ≈ Var(d)/(4·E[d]·ESS(d)), as
     the posterior package's mcse_sd.
     """
-    b = draws.shape[0]
-    d = (draws - draws.reshape(b, -1).mean(axis=1)[:, None, None]) ** 2
-    flat = d.reshape(b, -1)
+    b, c, s = draws.shape
+    d = (draws - draws.reshape(b, c * s).mean(axis=1)[:, None, None]) ** 2
+    flat = d.reshape(b, c * s)
     return np.sqrt(flat.var(axis=1, ddof=1) / (4.0 * flat.mean(axis=1) * effective_sample_size(d)))

@@ -413,8 +413,8 @@ def summarize_draws(alpha: np.ndarray, level: float, map_blocks=map) -> DrawSumm
 
 
 def _summarize_block(alpha: np.ndarray, level: float) -> DrawSummary:
-    b = alpha.shape[0]
-    flat = alpha.reshape(b, -1)
+    b, c, s = alpha.shape
+    flat = alpha.reshape(b, c * s)
     tail = 0.5 * (1.0 - level)
     low, high = np.quantile(flat, [tail, 1.0 - tail], axis=1)
     # Constant chains (a fit whose α never moved) have no defined R-hat: NaN.

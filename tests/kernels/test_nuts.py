@@ -157,3 +157,8 @@ def test_summaries_in_blocks_on_threads_are_those_of_each_fit_alone():
     for name, got, each in zip(blocks._fields, blocks, zip(*alone, strict=True), strict=True):
         np.testing.assert_array_equal(got, np.concatenate(each), err_msg=name)
     assert np.isnan(blocks.ess[5]) and np.isfinite(np.delete(blocks.ess, 5)).all()
+
+
+def test_no_fits_have_empty_summaries():
+    summary = summarize_draws(np.zeros((0, 4, 10)), 0.95)
+    assert all(field.shape == (0,) for field in summary)
