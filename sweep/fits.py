@@ -550,8 +550,8 @@ def fit_lanes(
     # A NUTS call's summaries in blocks on every core (summarize_draws' map_blocks;
     # on the 2-core CPU 4096 fits took 0.31 ms a fit against 0.70 in one thread,
     # summaries-cpu-20261126-114954.json): on an accelerator's host, with one
-    # worker, the next call waits for them. Each block's temporaries are about
-    # 100 MB (kernels.nuts.SUMMARY_BLOCK_DRAWS), so a core's worth each at most,
+    # worker, the next call waits for them. Each block's temporaries peak near
+    # 120 MB (kernels.nuts.SUMMARY_BLOCK_DRAWS), that much per core at most,
     # beside memory_budget_bytes. A pool of its own, so that a chunk's thread
     # never waits on its own pool.
     summaries = ThreadPoolExecutor(usable_cores()) if method == "nuts" else None
