@@ -80,7 +80,9 @@ def _next_fast_length(n: int) -> int:
 def bulk_effective_sample_size(draws: np.ndarray) -> np.ndarray:
     """Bulk ESS of ``(B, chains, samples)`` draws, ``(B,)``: ESS of rank-normalised split chains.
 
-    Vehtari et al. (2021): each chain split in halves, and the pooled draws
+    Vehtari et al. (2021): each chain split in halves (the middle draw of an
+    odd number left out, as in the posterior package and NumPyro's split
+    R-hat), and the pooled draws
     replaced by the normal scores Φ⁻¹((r − 3/8)/(S + 1/4)) of their ranks r
     among all S, tied draws sharing their average rank (as the posterior
     package and ArviZ do; NUTS repeats a draw often, 1-5 % of a fit's draws
@@ -88,7 +90,7 @@ def bulk_effective_sample_size(draws: np.ndarray) -> np.ndarray:
     """
     b, c, s = draws.shape
     half = s // 2
-    split = np.concatenate([draws[:, :, :half], draws[:, :, half : 2 * half]], axis=1)
+    split = np.concatenate([draws[:, :, :half], draws[:, :, s - half :]], axis=1)
     flat = split.reshape(b, 2 * c * half)
     n = flat.shape[1]
     order = np.argsort(flat, axis=1)  # ties in any order: they share a rank
