@@ -233,7 +233,12 @@ def nuts_slots(backend: str | None = None) -> int | None:
 
 def _fits_below(chains_total: int, chains: int) -> int:
     """The power of two of fits nearest below ``chains_total`` chains (at least one)."""
-    return 1 << (max(1, chains_total // max(1, int(chains))).bit_length() - 1)
+    return _power_of_two_below(chains_total // max(1, int(chains)))
+
+
+def _power_of_two_below(n: int) -> int:
+    """The largest power of two ≤ ``n`` (1 for n < 2)."""
+    return 1 << (max(1, int(n)).bit_length() - 1)
 
 
 def _nuts_call_fits(asked: int, group: int, chains: int, backend: str | None) -> int:
@@ -277,7 +282,9 @@ def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
     and 1024 fits, not in calls of 16,384 (:func:`nuts_slots`), and a sweep's
     numbers must not depend on how its shards group the lanes.
     """
-    per_fit = settings.chains * settings.samples * 8 * 4  # draws, ranks, normal scores, copies
+    # The draws on the device and their host copies, with room to spare: the
+    # summaries' temporaries are bounded by their blocks (kernels.nuts.SUMMARY_BLOCK_DRAWS).
+    per_fit = settings.chains * settings.samples * 8 * 4
     if settings.record_steps:
         per_fit += settings.chains * settings.samples * 4
     return int(max(1, min(4096, memory_budget_bytes // per_fit)))  # plan_chunks rounds it
@@ -749,7 +756,7 @@ def plan_chunks(
         for stages, lanes in routes:
             # A power of two, whatever was asked for, and no more than the group's
             # bucket, except quadrature's on an accelerator (see default_chunk_size).
-            n = 1 << (max(1, int(size)).bit_length() - 1)
+            n = _power_of_two_below(size)
             if not exact:
                 n = _nuts_call_fits(n, len(lanes), nuts.chains, backend)
                 if on_cpu:
@@ -766,7 +773,7 @@ def plan_chunks(
 
 def _sized(stage: Stage, size: int) -> Stage:
     """``stage`` with chunks of ``size`` lanes, rounded down to a power of two."""
-    return stage._replace(size=1 << (max(1, int(size)).bit_length() - 1))
+    return stage._replace(size=_power_of_two_below(size))
 
 
 def _nuts_pieces(group: int, size: int, chains: int, workers: int) -> int | None:
