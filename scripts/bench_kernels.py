@@ -70,6 +70,7 @@ import json
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 
 import jax
 
@@ -78,7 +79,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
-from result_record import provenance, write_record  # noqa: E402 - beside this script
+from result_record import StageLog, provenance  # noqa: E402 - beside this script
 
 import sweep.fits as fits_module  # noqa: E402
 from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
@@ -122,12 +123,23 @@ def sample_designs(n: int, seed: int) -> Design:
     )
 
 
+#: The run's record, with each stage's time as it ends (set by :func:`main`; None
+#: where another script imports these functions).
+LOG: StageLog | None = None
+
+
+def stage(name: str):
+    """Time a block as :data:`LOG`'s stage ``name`` (nothing where there is no log)."""
+    return LOG.stage(name) if LOG is not None else nullcontext()
+
+
 def lanes(design: Design, seed: int):
     n = len(design.alpha)
-    words = np.stack([np.arange(n), np.zeros(n)], 1).astype(np.uint32)
-    keys = lane_keys(seed, words, np.zeros(n))
-    counts = jax.vmap(lambda k, d: draw_counts(k, d))(keys, design)
-    return jax.tree.map(np.asarray, counts), keys
+    with stage(f"counts of {n} lanes drawn"):
+        words = np.stack([np.arange(n), np.zeros(n)], 1).astype(np.uint32)
+        keys = lane_keys(seed, words, np.zeros(n))
+        counts = jax.vmap(lambda k, d: draw_counts(k, d))(keys, design)
+        return jax.tree.map(np.asarray, counts), keys
 
 
 def timed(fn):
@@ -183,17 +195,30 @@ def timed_fits(
         "t_outer": t_outer,
         **(QUADRATURE_PLAN if method == "quadrature" else {}),
     }
-    for c in plan_chunks(counts, method, nuts=settings, **plan):
-        lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
-        if not c.exact:
-            c.fn.lower(keys[c.padded], lanes, len(c.piece)).compile()
-        for fn in (c.fn, *(stage.fn for stage in c.fallbacks)) if c.exact else ():
-            fn.lower(lanes, len(c.piece)).compile()
+    label = f"{method}, {len(np.asarray(counts.n_m))} lanes"
+    if method == "nuts":
+        label += f", {settings.loop} loop"
+        if settings.leapfrogs_per_iteration:
+            label += f" ({settings.leapfrogs_per_iteration} steps an iteration)"
+    label += f", chunks of {chunk}" if chunk else ""
+    label += f", {workers} worker{'s' if workers > 1 else ''}" if workers else ""
+    chunks = plan_chunks(counts, method, nuts=settings, **plan)
+    with stage(f"{label}: {len(chunks)} chunks' programs compiled"):
+        for c in chunks:
+            lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
+            if not c.exact:
+                c.fn.lower(keys[c.padded], lanes, len(c.piece)).compile()
+            for fn in (c.fn, *(rule.fn for rule in c.fallbacks)) if c.exact else ():
+                fn.lower(lanes, len(c.piece)).compile()
     if WARM_UP:
-        fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan)
+        with stage(f"{label}: warm-up run"):
+            fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan)
 
     def fits():
-        return fit_lanes(counts, keys, method, nuts=settings, workers=workers, rules=rules, **plan)
+        with stage(f"{label}: timed run"):
+            return fit_lanes(
+                counts, keys, method, nuts=settings, workers=workers, rules=rules, **plan
+            )
 
     if not runs:
         return timed(fits)
@@ -220,7 +245,8 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
         counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
     )
     chunk_times = []
-    fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times, **QUADRATURE_PLAN)
+    with stage(f"quadrature, {n} lanes, 1 worker: each call timed"):
+        fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times, **QUADRATURE_PLAN)
     out = {
         "quadrature_per_s": n / driver_s,
         # Of all full-model lanes: the share whose numbers come from each rule.
@@ -309,13 +335,15 @@ def throughput(
     number of slots (``sweep.fits.ACCELERATOR_NUTS_SLOTS``; chains).
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
-    # Chunks of fit_lanes' default size (None), as a sweep runs them.
-    quadrature = {
+    # Chunks of fit_lanes' default size (None), as a sweep runs them. Not named
+    # `quadrature`: a dict of results is true, and under that name --nuts-only
+    # --workers compiled and timed the quadrature too (a lease's minutes, 2026-11-26).
+    measured = {
         "fits": n,
         **(quadrature_throughput(counts, keys, quadrature_variants) if quadrature else {}),
     }
     if quadrature and quadrature_chunks:
-        quadrature["quadrature_per_s_by_chunk"] = {
+        measured["quadrature_per_s_by_chunk"] = {
             str(c): n / timed_fits(counts, keys, "quadrature", c)[1] for c in quadrature_chunks
         }
     # Chunks in flight at once: quadrature here, so that --quadrature-only times it too.
@@ -324,7 +352,7 @@ def throughput(
         _, took = timed_fits(counts, keys, "quadrature", None, workers=w)
         by_workers[str(w)]["quadrature_per_s"] = n / took
     if not nuts:
-        return {**quadrature, **({"by_workers": by_workers} if by_workers else {})}
+        return {**measured, **({"by_workers": by_workers} if by_workers else {})}
     fitted = {
         loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop)) for loop in loops
     }
@@ -355,7 +383,7 @@ def throughput(
         by_workers[str(w)]["nuts_fits_per_s"] = n / took
     # "nuts_*" without a loop's name is the default loop's (leapfrog), as before.
     names = {"leapfrog": "nuts", "transition": "nuts_transition_loop"}
-    out = {**quadrature}
+    out = {**measured}
     for loop, s in seconds.items():
         out[f"{names[loop]}_fits_per_s"] = n / s
         out[f"{names[loop]}_s"] = s
@@ -505,7 +533,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
 
 
 def main(argv=None) -> None:
-    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_PLAN
+    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_PLAN, LOG
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
@@ -606,8 +634,9 @@ def main(argv=None) -> None:
     }
     settings = NUTSSettings()
     stem = f"kernels-{jax.devices()[0].platform}"
-    # Written after each part, marked partial until the last, so that a run
-    # cut short (a time limit on a lent machine) still leaves what it measured.
+    # Written after each part and stage, marked partial until the last, so that a run
+    # cut short (a time limit on a lent machine) still leaves what it measured and
+    # where its time went.
     result = {
         **provenance("bench_kernels.py", argv),
         "timed": "fits only: every program compiled before its timing starts",
@@ -615,7 +644,7 @@ def main(argv=None) -> None:
         "partial": True,
         "throughput": [],
     }
-    path = write_record(result, args.out, stem)
+    LOG = StageLog(result, args.out, stem)
     for n in args.sizes:
         result["throughput"].append(
             throughput(
@@ -634,19 +663,20 @@ def main(argv=None) -> None:
             )
         )
         print(json.dumps(result["throughput"][-1]), flush=True)
-        write_record(result, args.out, stem, path)
+        LOG.write()
     if not args.quadrature_only and args.lockstep:
-        result["lockstep_efficiency"] = lockstep(args.lockstep, args.seed, settings)
-        write_record(result, args.out, stem, path)
+        with stage(f"lock-step efficiency of {args.lockstep} fits"):
+            result["lockstep_efficiency"] = lockstep(args.lockstep, args.seed, settings)
     if not args.quadrature_only:
-        result["baseline"] = (
-            baseline(args.baseline, args.seed, settings, args.baseline_batch)
-            if args.baseline
-            else None
-        )
+        result["baseline"] = None
+        if args.baseline:
+            with stage(f"baseline of {args.baseline} configurations"):
+                result["baseline"] = baseline(
+                    args.baseline, args.seed, settings, args.baseline_batch
+                )
     del result["partial"]
     print(json.dumps(result, indent=2))
-    write_record(result, args.out, stem, path)
+    LOG.write()
 
 
 if __name__ == "__main__":

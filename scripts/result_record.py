@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -41,3 +43,40 @@ def write_record(result: dict, out: str | Path, stem: str, path: Path | None = N
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     tmp.replace(path)
     return path
+
+
+class StageLog:
+    """A long run's record, rewritten as each of its stages ends, with the stage's time.
+
+    Each stage is printed to stderr as it ends (``[  12.3 s] name: 4.56 s``)
+    and appended to the record's ``stages``, so a run cut short (a time limit
+    on a lent machine) still says where its time went: drawing lanes,
+    compiling, warm-up or timed runs.
+
+    Args:
+        result: the record (``partial`` until the caller removes it).
+        out, stem: as for :func:`write_record`, which writes it at once.
+    """
+
+    def __init__(self, result: dict, out: str | Path, stem: str):
+        self.result, self.start = result, time.perf_counter()
+        result.setdefault("stages", [])
+        self.path = write_record(result, out, stem)
+        self.out, self.stem = out, stem
+
+    def write(self) -> Path:
+        """Rewrite the record as it now stands."""
+        return write_record(self.result, self.out, self.stem, self.path)
+
+    @contextmanager
+    def stage(self, name: str):
+        """Time the block as stage ``name``; it is logged only if the block ends."""
+        start = time.perf_counter()
+        yield
+        end = time.perf_counter()
+        at = end - self.start
+        self.result["stages"].append(
+            {"stage": name, "s": round(end - start, 3), "ended_at_s": round(at, 1)}
+        )
+        print(f"[{at:7.1f} s] {name}: {end - start:.2f} s", file=sys.stderr, flush=True)
+        self.write()

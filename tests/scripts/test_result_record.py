@@ -1,0 +1,30 @@
+"""The record a benchmark script keeps as it runs (scripts/result_record.py)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+from result_record import StageLog  # noqa: E402
+
+
+def test_a_stage_log_rewrites_the_record_as_each_stage_ends(tmp_path, capsys):
+    result = {"partial": True}
+    log = StageLog(result, tmp_path / "out", "bench")
+    assert json.loads(log.path.read_text()) == {"partial": True, "stages": []}
+    with log.stage("counts drawn"):
+        pass
+    with pytest.raises(KeyboardInterrupt), log.stage("cut short"):
+        raise KeyboardInterrupt
+    on_disk = json.loads(log.path.read_text())
+    # Only the stage that ended is logged: the record says where a killed run was.
+    assert [s["stage"] for s in on_disk["stages"]] == ["counts drawn"]
+    assert on_disk["stages"][0]["s"] >= 0 and on_disk["partial"] is True
+    assert "counts drawn" in capsys.readouterr().err
+    del result["partial"]
+    log.write()
+    assert "partial" not in json.loads(log.path.read_text())
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [log.path.name]
