@@ -68,15 +68,18 @@ class StageLog:
         """Rewrite the record as it now stands."""
         return write_record(self.result, self.out, self.stem, self.path)
 
+    def record(self, name: str, seconds: float) -> None:
+        """Log stage ``name``, which took ``seconds`` and has just ended."""
+        at = time.perf_counter() - self.start
+        self.result["stages"].append(
+            {"stage": name, "s": round(seconds, 3), "ended_at_s": round(at, 1)}
+        )
+        print(f"[{at:7.1f} s] {name}: {seconds:.2f} s", file=sys.stderr, flush=True)
+        self.write()
+
     @contextmanager
     def stage(self, name: str):
         """Time the block as stage ``name``; it is logged only if the block ends."""
         start = time.perf_counter()
         yield
-        end = time.perf_counter()
-        at = end - self.start
-        self.result["stages"].append(
-            {"stage": name, "s": round(end - start, 3), "ended_at_s": round(at, 1)}
-        )
-        print(f"[{at:7.1f} s] {name}: {end - start:.2f} s", file=sys.stderr, flush=True)
-        self.write()
+        self.record(name, time.perf_counter() - start)
