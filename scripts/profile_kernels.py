@@ -47,10 +47,11 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+import bench_kernels  # noqa: E402 - beside this script
 import numpy as np  # noqa: E402
-from bench_kernels import lanes, sample_designs, timed  # noqa: E402 - beside this script
+from bench_kernels import lanes, sample_designs, stage, timed  # noqa: E402
 from jax.profiler import ProfileData  # noqa: E402
-from result_record import provenance, write_record  # noqa: E402 - beside this script
+from result_record import StageLog, provenance  # noqa: E402 - beside this script
 
 from kernels.nuts import NUTSSettings, summarize_draws  # noqa: E402
 from sweep.fits import (  # noqa: E402
@@ -137,10 +138,12 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
     def call():
         return jax.device_get(chunk.fn(keys_in, lanes_in, n))
 
-    _, first = timed(call)
-    draws, seconds, kernels = traced(call, top)
+    with stage(f"NUTS call of {n} fits: first run, compiling included"):
+        _, first = timed(call)
+    with stage(f"NUTS call of {n} fits: traced run, the trace read"):
+        draws, seconds, kernels = traced(call, top)
     if hlo_path is not None:
-        with gzip.open(hlo_path, "wt") as f:
+        with stage("NUTS call's HLO written"), gzip.open(hlo_path, "wt") as f:
             f.write(chunk.fn.lower(keys_in, lanes_in, n).compile().as_text())
     leapfrogs = np.asarray(draws.leapfrogs)[:n]
     chains = len(chunk.padded) * leapfrogs.shape[1]
@@ -148,11 +151,12 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
     # What fit_lanes does next, on the host: each fit's mean, SD, interval, R-hat, ESS
     # (timed the second time, once its tables and JAX's ops exist).
     alpha = np.asarray(draws.alpha)[:n]
-    for _ in range(2):
-        _, summaries = timed(lambda: summarize_draws(alpha, 0.95))
-    with ThreadPoolExecutor(usable_cores()) as pool:  # as fit_lanes does since 0.20.0
+    with stage("the call's summaries, twice in one thread and twice on every core"):
         for _ in range(2):
-            _, in_blocks = timed(lambda: summarize_draws(alpha, 0.95, pool.map))
+            _, summaries = timed(lambda: summarize_draws(alpha, 0.95))
+        with ThreadPoolExecutor(usable_cores()) as pool:  # as fit_lanes does since 0.20.0
+            for _ in range(2):
+                _, in_blocks = timed(lambda: summarize_draws(alpha, 0.95, pool.map))
     result = {
         "fits": n,
         "padded_fits": len(chunk.padded),
@@ -182,10 +186,13 @@ def profile_quadrature(counts, top: int, hlo_path: Path | None) -> dict:
     def call():
         return fit_lanes(counts, None, "quadrature")
 
-    _, first = timed(call)
-    _, seconds, kernels = traced(call, top)
+    with stage("quadrature: first run, compiling included"):
+        _, first = timed(call)
+    with stage("quadrature: traced run, the trace read"):
+        _, seconds, kernels = traced(call, top)
     if hlo_path is not None:
-        write_quadrature_hlo(counts, hlo_path)
+        with stage("quadrature's HLO written"):
+            write_quadrature_hlo(counts, hlo_path)
     b = int(np.asarray(counts.n_m).shape[0])
     return {"fits": b, "first_call_s": first, "wall_s": seconds, "per_s": b / seconds, **kernels}
 
@@ -232,22 +239,24 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.fits < 1 or args.top < 1:
         parser.error("--fits and --top: at least 1")
-    counts, keys = lanes(sample_designs(args.fits, args.seed), args.seed)
     stem = f"profile-{jax.devices()[0].platform}"
     result = {**provenance("profile_kernels.py", argv), "partial": True}
-    path = write_record(result, args.out, stem)
+    # Rewritten as each stage ends (printed to stderr too), so a run cut short says where.
+    log = bench_kernels.LOG = StageLog(result, args.out, stem)
+    path = log.path
+    counts, keys = lanes(sample_designs(args.fits, args.seed), args.seed)
     hlo = path.with_name(path.stem + "-nuts-hlo.txt.gz") if args.hlo else None
     settings = NUTSSettings()
     if args.nuts_draws:
         settings = settings._replace(warmup=args.nuts_draws[0], samples=args.nuts_draws[1])
     result["nuts_settings"] = settings._asdict()
     result["nuts"] = profile_nuts(counts, keys, settings, args.top, hlo)
-    write_record(result, args.out, stem, path)
+    log.write()
     if not args.skip_quadrature:
         quadrature_hlo = path.with_name(path.stem + "-quadrature-hlo.txt.gz") if args.hlo else None
         result["quadrature"] = profile_quadrature(counts, args.top, quadrature_hlo)
     del result["partial"]
-    write_record(result, args.out, stem, path)
+    log.write()
     print(json.dumps(result, indent=2))
 
 
