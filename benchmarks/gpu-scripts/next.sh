@@ -23,7 +23,7 @@ step "NUTS at the issue's 10^5 fits, 2 workers (programs from the step above)"
 timeout $(left 330) python3 $N --sizes 100000 --workers 2 2>&1 | grep -v "^ "
 step "NUTS under XLA's command buffers: the third session's profiled call (2.64 s, 159 us an iteration) again; does the while loop become one?"
 XLA_FLAGS="--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL,CONDITIONAL,WHILE --xla_gpu_graph_min_graph_size=1" \
-  timeout $(left 400) python3 scripts/profile_kernels.py --fits 4096 --skip-quadrature --hlo --top 8 --out $R 2>&1 | grep -E '"(wall_s|first_call|iterations|seconds_per)'
+  timeout $(left 400) python3 scripts/profile_kernels.py --fits 4096 --skip-quadrature --hlo --top 8 --out $R 2>&1 | grep -E '^\[|"(wall_s|first_call|iterations|seconds_per)'
 for f in $R/*-nuts-hlo.txt.gz; do echo "$f: $(zgrep -c command_buffer $f) lines name a command buffer"; done
 step "quadrature 10^5: the default plan, and 2 chunks in flight (0.17.0: 144,548/s)"
 timeout $(left 540) python3 $Q --workers 2 2>&1 | grep -v "^ "
