@@ -12,7 +12,7 @@ On whatever device JAX has, on the benchmark's lanes
     wall time, the loop's iterations (the most leapfrogs of any chain in the
     call: the leapfrog loop runs until its last chain is done) and the mean,
     so the time an iteration and a chain-iteration (where the call's chains
-    all run at once, as on an accelerator; on CPU they queue for 128 slots);
+    all run at once, as on an accelerator; on CPU they queue for 32 or 128 slots);
     and the host's time for the call's summaries (``host_summaries_s``:
     ``summarize_draws`` in one thread; ``host_summaries_in_blocks_s``: in
     blocks on every core, as ``fit_lanes`` runs them after each call);
@@ -56,7 +56,6 @@ from result_record import StageLog, provenance  # noqa: E402 - beside this scrip
 from kernels.nuts import NUTSSettings, summarize_draws  # noqa: E402
 from sweep.fits import (  # noqa: E402
     fit_lanes,
-    nuts_slots,
     plan_chunks,
     usable_cores,
 )
@@ -147,7 +146,7 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
             f.write(chunk.fn.lower(keys_in, lanes_in, n).compile().as_text())
     leapfrogs = np.asarray(draws.leapfrogs)[:n]
     chains = len(chunk.padded) * leapfrogs.shape[1]
-    slots = nuts_slots()
+    slots = chunk.fn.static[-1]  # _nuts_fn's slots: the plan chose them
     # What fit_lanes does next, on the host: each fit's mean, SD, interval, R-hat, ESS
     # (timed the second time, once its tables and JAX's ops exist).
     alpha = np.asarray(draws.alpha)[:n]

@@ -5,8 +5,8 @@ full model) and, on the full model, by coordinates (logits or ridge),
 ordered by an estimate of how hard the posterior is for NUTS so that lanes
 running in lock-step need similar tree depths, split into chunks of one
 fixed size (the last one padded) so each group compiles once (NUTS on CPU: a
-queue of chains that a fixed number of slots work through; NUTS never runs
-the padding), and run through ``jax.jit(jax.vmap(...))`` of the kernels (the
+queue of chains that 32 or 128 slots work through, by the group's size; NUTS
+never runs the padding), and run through ``jax.jit(jax.vmap(...))`` of the kernels (the
 nested quadrature rule on CPU in small vmapped groups, one after another),
 on CPU one chunk per core at a time. Each such program runs as its
 :mod:`jax.export` export (:class:`sweep.compile_cache.ExportedProgram`),
@@ -69,6 +69,8 @@ Method = Literal["nuts", "quadrature"]
 __all__ = [
     "MIN_BATCH",
     "CPU_NUTS_SLOTS",
+    "CPU_FEW_NUTS_SLOTS",
+    "CPU_FEW_SLOTS_CALL_CHAINS",
     "CPU_NUTS_QUEUE",
     "ACCELERATOR_QUADRATURE_CHUNK",
     "CPU_QUADRATURE_CHUNK",
@@ -102,9 +104,23 @@ MIN_BATCH = 64
 #: done (:func:`kernels.stepwise.run_queue`). Before queues, chunks of 32
 #: fits of 4 chains ran 1.2-1.4x as fast as chunks of 64, and as fast as
 #: chunks of 16 or faster (benchmarks/results/kernels-cpu-20261124-224744.json,
-#: version 0.7.0). Fixed, whatever the call's size: XLA on CPU computes a lane
-#: bit for bit alike in batches of 32, 64 and 128 chains, not of 256 and 512.
+#: version 0.7.0). XLA on CPU computes a lane bit for bit alike in batches
+#: of 8 to 128 chains, not of 4, 256 or 512, so a lane's draws are the same
+#: on these slots and on :data:`CPU_FEW_NUTS_SLOTS`.
 CPU_NUTS_SLOTS = 128
+#: On CPU the slots of a group's NUTS calls where none holds more than
+#: :data:`CPU_FEW_SLOTS_CALL_CHAINS` chains (:func:`nuts_slots`). A step costs
+#: about 15 µs plus 1.5 µs a slot, chain or none, so a call with few chains,
+#: and the end of every call, pays for idle slots: on the benchmark's lanes,
+#: one worker, best of two, groups of 16, 32, 64 and 128 fits took 1.53, 2.32,
+#: 4.17 and 8.61 s on 32 slots against 2.93, 2.91, 4.77 and 7.52 on 128, the
+#: same draws (the larger group's calls: about 350 chains; ad hoc,
+#: 2026-11-26). 64 slots did no better than 32 on 100 fits, and worse on full
+#: queues (docs/performance-history.md, 2026-11-26 afternoon).
+CPU_FEW_NUTS_SLOTS = 32
+#: The most chains a CPU NUTS call of a group may hold for the group to run on
+#: :data:`CPU_FEW_NUTS_SLOTS` slots.
+CPU_FEW_SLOTS_CALL_CHAINS = 256
 #: Elsewhere (an accelerator) the slots of a NUTS call; None: all of its
 #: chains at once (:func:`nuts_slots`).
 ACCELERATOR_NUTS_SLOTS: int | None = None
@@ -196,7 +212,8 @@ def default_chunk_size(method: Method, chains: int = 4, backend: str | None = No
     64 and 256 lanes). NUTS takes the power of two of fits nearest below
     :data:`CPU_NUTS_QUEUE` chains (at least one fit), however few its group
     has (the padding is never run); what a lane's draws depend on is the
-    slots (:func:`nuts_slots`), also fixed. Elsewhere
+    slots (:func:`nuts_slots`): 32 or 128, on which XLA computes a lane
+    alike. Elsewhere
     ``None``: :data:`ACCELERATOR_QUADRATURE_CHUNK` for quadrature, every
     chunk that size, however few lanes its group has (on an H100 a lane's
     quadrature moments moved by up to 8e-16 between chunks of 64, 256 and
@@ -212,15 +229,18 @@ def default_chunk_size(method: Method, chains: int = 4, backend: str | None = No
     return _fits_below(CPU_NUTS_QUEUE, chains)
 
 
-def nuts_slots(backend: str | None = None) -> int | None:
+def nuts_slots(backend: str | None = None, call_chains: int | None = None) -> int | None:
     """Chains a NUTS call advances at once (:func:`kernels.stepwise.run_queue`'s ``slots``).
 
-    On CPU :data:`CPU_NUTS_SLOTS`, whatever the call's size, and a call holds
-    at least that many chains (:func:`_nuts_call_fits`). Elsewhere
-    :data:`ACCELERATOR_NUTS_SLOTS` (None: all of the call's chains at once).
-    On an H100, 16,384 fits ran at 577 fits/s in the default calls of 4096
-    fits, and in calls of 16,384 at 670 with all chains at once and at 665
-    and 718 as queues on 16,384 and 32,768 slots
+    On CPU :data:`CPU_FEW_NUTS_SLOTS` where ``call_chains``, the most chains
+    any of the group's calls holds, is at most
+    :data:`CPU_FEW_SLOTS_CALL_CHAINS`, else :data:`CPU_NUTS_SLOTS` (also
+    where it is None); a lane's draws are the same on either, and a call
+    holds at least its slots' worth of chains (:func:`_nuts_call_fits`).
+    Elsewhere :data:`ACCELERATOR_NUTS_SLOTS` (None: all of the call's
+    chains at once). On an H100, 16,384 fits ran at 577 fits/s in the
+    default calls of 4096 fits, and in calls of 16,384 at 670 with all
+    chains at once and at 665 and 718 as queues on 16,384 and 32,768 slots
     (benchmarks/results/kernels-gpu-20261126-061902.json). Those larger
     calls changed some fits' numbers (posterior means up to 0.012 apart),
     where calls of 4096 and 1024 fits gave the same bits, so none is the
@@ -228,6 +248,8 @@ def nuts_slots(backend: str | None = None) -> int | None:
     """
     if (backend or jax.default_backend()) != "cpu":
         return ACCELERATOR_NUTS_SLOTS
+    if call_chains is not None and call_chains <= CPU_FEW_SLOTS_CALL_CHAINS:
+        return CPU_FEW_NUTS_SLOTS
     return CPU_NUTS_SLOTS
 
 
@@ -241,17 +263,23 @@ def _power_of_two_below(n: int) -> int:
     return 1 << (max(1, int(n)).bit_length() - 1)
 
 
-def _nuts_call_fits(asked: int, group: int, chains: int, backend: str | None) -> int:
+def _nuts_call_fits(asked: int, group: int, chains: int, backend: str | None, slots=None) -> int:
     """Fits per NUTS call for a group of ``group`` fits, from ``asked`` (a power of two).
 
     On CPU ``asked`` whatever the group's size, and never fewer than fill the
-    slots: one program per coordinates however the lanes are sharded (each
+    call's ``slots``: one shape of call however the lanes are sharded (each
     NUTS program took tens of seconds to compile), and the padding costs
     nothing since it is never run. Elsewhere capped at the group's bucket.
     """
     if (backend or jax.default_backend()) != "cpu":
         return min(asked, _bucket(group))
-    return max(asked, 1 << (max(1, -(-CPU_NUTS_SLOTS // max(1, int(chains)))) - 1).bit_length())
+    fill = _fits_to_fill(slots or CPU_NUTS_SLOTS, chains)
+    return max(asked, 1 << (max(1, fill) - 1).bit_length())
+
+
+def _fits_to_fill(slots: int, chains: int) -> int:
+    """Fewest fits of ``chains`` chains that fill ``slots``."""
+    return -(-int(slots) // max(1, int(chains)))
 
 
 def default_workers(backend: str | None = None) -> int:
@@ -747,9 +775,15 @@ def plan_chunks(
         else:
             size = chunk_size or default_chunk_size("nuts", nuts.chains, backend)
             size = size or nuts_chunk_size(nuts, memory_budget_bytes)
-            # Without the leapfrog loop there are no slots: the call's chains run at once.
-            slots = nuts_slots(backend) if runs_leapfrog_loop(nuts) else None
-            if slots is None and on_cpu and not chunk_size:
+            # Only the leapfrog loop has slots: elsewhere a call's chains run at
+            # once (the transition loop) or by blocks (the chain kernel).
+            slots = None
+            if runs_leapfrog_loop(nuts) and nuts.loop == "leapfrog":
+                # The group's largest call, were it split among the workers (_nuts_pieces).
+                per_worker = -(-len(index) // (workers or default_workers()))
+                call_chains = min(_power_of_two_below(size), per_worker) * nuts.chains
+                slots = nuts_slots(backend, call_chains)
+            elif on_cpu and not chunk_size:
                 size = _fits_below(CPU_NUTS_SLOTS, nuts.chains)
             fn = _nuts_fn(position_size(kind == "known"), nuts, ridge, slots)
             routes = [((Stage("nuts", fn),), index)]
@@ -758,9 +792,11 @@ def plan_chunks(
             # bucket, except quadrature's on an accelerator (see default_chunk_size).
             n = _power_of_two_below(size)
             if not exact:
-                n = _nuts_call_fits(n, len(lanes), nuts.chains, backend)
+                n = _nuts_call_fits(n, len(lanes), nuts.chains, backend, slots)
                 if on_cpu:
-                    calls = _nuts_pieces(len(lanes), n, nuts.chains, workers or default_workers())
+                    calls = _nuts_pieces(
+                        len(lanes), n, nuts.chains, workers or default_workers(), slots
+                    )
                     chunks += _staged_chunks(stages, lanes, n, calls)
                     continue
             elif on_cpu:
@@ -776,19 +812,18 @@ def _sized(stage: Stage, size: int) -> Stage:
     return stage._replace(size=_power_of_two_below(size))
 
 
-def _nuts_pieces(group: int, size: int, chains: int, workers: int) -> int | None:
+def _nuts_pieces(group: int, size: int, chains: int, workers: int, slots: int | None) -> int | None:
     """How many CPU NUTS calls a group of ``group`` fits is split into, if not calls of ``size``.
 
     Calls of ``size`` fits, as many as hold the group, unless they are fewer
     than ``workers``: then one call per worker, as long as each still fills
-    the slots (:data:`CPU_NUTS_SLOTS` chains). On the 2-core development CPU
+    its ``slots``. On the 2-core development CPU
     100 of the benchmark's fits made a call of 30 fits and one of 70, and the
     first core sat idle for 4 of the 5 s the second took. A fit's draws do
     not depend on its call (:func:`kernels.stepwise.run_queue`). None: calls
     of ``size``.
     """
-    fill = -(-CPU_NUTS_SLOTS // max(1, int(chains)))
-    wanted = min(workers, -(-group // fill))
+    wanted = min(workers, -(-group // _fits_to_fill(slots or CPU_NUTS_SLOTS, chains)))
     return wanted if wanted > -(-group // size) else None
 
 

@@ -9,6 +9,7 @@ from kernels.nuts import NUTSSettings
 from kernels.quadrature import model_kind, paired_rule_is_exact
 from sweep.fits import (
     ACCELERATOR_QUADRATURE_CHUNK,
+    CPU_FEW_NUTS_SLOTS,
     CPU_NUTS_SLOTS,
     CPU_QUADRATURE_CHUNK,
     FULL_MODEL_RULES,
@@ -98,18 +99,29 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
     for chains, fits in ((4, 128), (2, 256), (3, 128), (64, 8), (600, 1)):
         assert default_chunk_size("nuts", chains, backend="cpu") == fits
     assert nuts_slots("cpu") == CPU_NUTS_SLOTS == 128
+    # 32 slots where no call of the group holds more than 256 chains.
+    assert nuts_slots("cpu", 256) == CPU_FEW_NUTS_SLOTS == 32
+    assert nuts_slots("cpu", 257) == 128
     assert nuts_slots("gpu") is None  # there a call's chains all run at once
     assert default_chunk_size("nuts", 4, backend="gpu") is None
     c = mixed_lanes(700, seed=6)
     kernels = {
-        _nuts_fn(d, NUTSSettings(), r, CPU_NUTS_SLOTS) for d in (1, 3) for r in (False, True)
+        slots: {_nuts_fn(d, NUTSSettings(), r, slots) for d in (1, 3) for r in (False, True)}
+        for slots in (32, 128)
     }
+    groups = {}  # each group of lanes runs one program
     for method in ("nuts", "quadrature"):
-        for chunk in plan_chunks(c, method, backend="cpu"):
+        for chunk in plan_chunks(c, method, backend="cpu", workers=2):
             if chunk.exact:
                 assert len(chunk.padded) == CPU_QUADRATURE_CHUNK
-            else:  # 128 fits of 4 chains, whatever the group's size, in 128 slots
-                assert len(chunk.padded) == 128 and chunk.fn in kernels
+            else:  # 128 fits of 4 chains, whatever the group's size
+                assert len(chunk.padded) == 128
+                groups[chunk.fn] = groups.get(chunk.fn, 0) + len(chunk.piece)
+    # 128 slots, but 32 where the group's calls, split between the two workers,
+    # hold at most 256 chains (here a group of 13 fits, in calls of 7 and 6).
+    slots = {fn: 32 if -(-size // 2) * 4 <= 256 else 128 for fn, size in groups.items()}
+    assert all(fn in kernels[slots[fn]] for fn in groups)
+    assert set(slots.values()) == {32, 128}
     # A larger chunk asked for is capped at the group's bucket: a power of two, >= MIN_BATCH.
     (first, *_) = plan_chunks(c, "quadrature", chunk_size=4096, backend="cpu")
     assert MIN_BATCH <= len(first.padded) < 4096
@@ -122,15 +134,21 @@ def test_a_nuts_lane_does_not_depend_on_its_queue():
     c = ridge_lanes(140, seed=8)
     b = len(c.n_m)
     keys = lane_keys(4, np.stack([np.arange(b), np.zeros(b)], axis=1), np.zeros(b))
-    # 64 fits of 2 chains fill the 128 slots: no queue; 256 fits: two chains a slot.
+    # Calls of 16 fits of 2 chains fill 32 slots: no queue. Calls of 256 fits hold
+    # the group's 280 chains: a queue on 128 slots.
+    sizes = (16, 256)
     slotted, queued = (
-        fit_lanes(c, keys, "nuts", nuts=settings, chunk_size=size, workers=1) for size in (64, 256)
+        fit_lanes(c, keys, "nuts", nuts=settings, chunk_size=size, workers=1) for size in sizes
     )
     # Two workers: the group (one call of 256 fits with one) is split in two calls of 70
-    # fits, every other lane in each, so that both cores have work.
+    # fits, every other lane in each, so that both cores have work: 140 chains a
+    # call, a queue on 32 slots.
     pieces = plan_chunks(c, "nuts", nuts=settings, workers=2, backend="cpu")
     assert [len(chunk.piece) for chunk in pieces] == [70, 70]
     assert {len(chunk.padded) for chunk in pieces} == {256}
+    assert {chunk.fn.static[-1] for chunk in pieces} == {32}
+    plans = [plan_chunks(c, "nuts", nuts=settings, chunk_size=n, workers=1) for n in sizes]
+    assert [{chunk.fn.static[-1] for chunk in plan} for plan in plans] == [{32}, {128}]
     split = fit_lanes(c, keys, "nuts", nuts=settings, workers=2)
     for name, x, y, z in zip(slotted._fields, slotted, queued, split, strict=True):
         np.testing.assert_array_equal(x, y, err_msg=name)
