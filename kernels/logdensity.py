@@ -136,6 +136,7 @@ def logdensity(
     Args:
         position: ``(3,)`` logits (α, ρ, η), or ``(1,)`` logit α when ρ and η
             are known (``counts.rho_eta_known``); the size selects the model.
+            A tuple of 3 or 1 scalars serves as well (:mod:`kernels.stepwise`).
         counts: one lane's counts (scalars).
         centres: ``logdensity_centres(counts)``, or None to compute them here
             (the same numbers either way).
@@ -149,7 +150,7 @@ def logdensity(
     log_a = jax.nn.log_sigmoid(x_alpha)
     log_1ma = jax.nn.log_sigmoid(-x_alpha)
     value = binomial_logit_term(x_alpha, k_a, n_a, c_a)
-    if position.shape[-1] == 3:
+    if len(position) == 3:
         x_rho, x_eta = position[1], position[2]
         log_r, log_1mr = jax.nn.log_sigmoid(x_rho), jax.nn.log_sigmoid(-x_rho)
         log_e, log_1me = jax.nn.log_sigmoid(x_eta), jax.nn.log_sigmoid(-x_eta)

@@ -37,6 +37,7 @@ import numpy as np
 from numpyro.diagnostics import split_gelman_rubin
 from numpyro.infer.hmc import hmc
 
+from kernels.chain_kernel import run_blocks
 from kernels.counts import Counts
 from kernels.diagnostics import bulk_effective_sample_size, sd_mcse
 from kernels.logdensity import logdensity, logdensity_centres
@@ -53,6 +54,7 @@ __all__ = [
     "initial_position",
     "sample_chain",
     "sample_fit",
+    "LOOPS",
     "runs_leapfrog_loop",
     "sample_fits",
     "SUMMARY_BLOCK_DRAWS",
@@ -85,7 +87,10 @@ class NUTSSettings(NamedTuple):
             (:mod:`kernels.stepwise`: one leapfrog step of every lane, so lanes
             do not wait for each other's trajectories) or ``"transition"``
             (NumPyro's ``sample_kernel``: one whole transition of every lane,
-            the batch running each transition's longest trajectory). Both
+            the batch running each transition's longest trajectory); or
+            ``"kernel"``: the leapfrog loop's steps run whole chains inside
+            one Pallas kernel per block of lanes (:mod:`kernels.chain_kernel`;
+            compiled by Triton on a GPU, interpreted elsewhere). All three
             are the same NUTS; ``dense_mass`` always runs ``"transition"``.
         leapfrogs_per_iteration: with ``loop="leapfrog"``, the leapfrog steps
             of every lane in one iteration of the loop: the same draws with
@@ -105,6 +110,10 @@ class NUTSSettings(NamedTuple):
     ridge: bool = True
     loop: str = "leapfrog"
     leapfrogs_per_iteration: int | None = None
+
+
+#: The values of ``NUTSSettings.loop``.
+LOOPS = ("leapfrog", "transition", "kernel")
 
 
 class ChainDraws(NamedTuple):
@@ -188,16 +197,20 @@ def _potential_fn_gen(counts: Counts, ridge: Array | bool, centres=(None, None))
     compute its own at every evaluation.
     """
     in_logits, in_ridge = centres
+    # Times −1 rather than negated: the same numbers, but a gradient's first
+    # step is then −1 × its cotangent, not −(1.0), a negated constant that
+    # Pallas's Triton lowering cannot take (kernels.chain_kernel).
     if isinstance(ridge, bool):
         if ridge:
-            return lambda position: -ridge_logdensity(position, counts, in_ridge)
-        return lambda position: -logdensity(position, counts, in_logits)
+            return lambda position: ridge_logdensity(position, counts, in_ridge) * -1.0
+        return lambda position: logdensity(position, counts, in_logits) * -1.0
     return lambda position: (
-        -jnp.where(
+        jnp.where(
             ridge,
             ridge_logdensity(position, counts, in_ridge),
             logdensity(position, counts, in_logits),
         )
+        * -1.0
     )
 
 
@@ -221,10 +234,10 @@ def _coordinates(counts: Counts, settings: NUTSSettings, dim: int, ridge):
 
 
 def runs_leapfrog_loop(settings: NUTSSettings) -> bool:
-    """Whether ``settings`` run the leapfrog loop (:mod:`kernels.stepwise`)."""
-    if settings.loop not in ("leapfrog", "transition"):
-        raise ValueError(f"loop must be 'leapfrog' or 'transition', got {settings.loop!r}")
-    return settings.loop == "leapfrog" and not settings.dense_mass
+    """Whether ``settings`` run :mod:`kernels.stepwise`'s NUTS (its loop, or its kernel)."""
+    if settings.loop not in LOOPS:
+        raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {settings.loop!r}")
+    return settings.loop != "transition" and not settings.dense_mass
 
 
 def sample_chain(
@@ -303,7 +316,7 @@ def _run_stepwise(
         gen, args = (lambda c, centres: _potential_fn_gen(c, ridge, centres)), (counts, centres)
     else:
         gen, args = _potential_fn_gen, (counts, ridge, centres)
-    out = run_queue(
+    common = (
         run_keys,
         positions,
         gen,
@@ -314,10 +327,16 @@ def _run_stepwise(
         settings.max_tree_depth,
         settings.warmup_max_tree_depth,
         settings.record_steps,
-        slots=slots,
-        n_valid=n_valid,
-        leapfrogs_per_iteration=settings.leapfrogs_per_iteration,
     )
+    if settings.loop == "kernel":
+        out = run_blocks(*common, n_valid=n_valid)
+    else:
+        out = run_queue(
+            *common,
+            slots=slots,
+            n_valid=n_valid,
+            leapfrogs_per_iteration=settings.leapfrogs_per_iteration,
+        )
     return ChainDraws(
         alpha=out.alpha,
         divergences=out.divergences,

@@ -43,6 +43,11 @@ from kernels.logdensity import TermCentre, binomial_logit_term, logistic_parts, 
 
 Array = jax.Array
 
+#: ``term_centre(1, 2)`` as Python floats, (0.5, logit 0.5 = 0): the u term's
+#: centre, the same numbers, with no arrays made from constants (a kernel that
+#: Pallas compiles would make them float32).
+_ONE_IN_TWO = TermCentre(0.5, 0.0)
+
 __all__ = [
     "RidgeLogs",
     "ridge_logs",
@@ -173,7 +178,7 @@ def ridge_logdensity(
     # The logistic Jacobians t(1 − t) and u(1 − u) ride in the centred terms
     # as α's does; L is the rest of the Jacobian.
     value += binomial_logit_term(x_t, k_t, n_t, c_t)
-    value += binomial_logit_term(x_u, 1.0, 2.0)
+    value += binomial_logit_term(x_u, 1.0, 2.0, _ONE_IN_TWO)
     return value + logs.log_length
 
 

@@ -41,23 +41,22 @@ their chain's row, so that neither the step nor a refill copies them.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.infer.hmc_util import (
-    HMCAdaptState,
-    IntegratorState,
-    build_adaptation_schedule,
-    dual_averaging,
-    euclidean_kinetic_energy,
-    velocity_verlet,
-    warmup_adapter,
-)
+from numpyro.infer.hmc_util import IntegratorState
+
+from kernels.adaptation import Adaptation, restart_step_size, start_adaptation, window_ends
+from kernels.adaptation import adapt as adapt_after
+from kernels.threefry import fold_in, uniform_words
 
 Array = jax.Array
+#: A point's coordinates (position, momentum, gradient, mass matrix): one array each.
+Vector = tuple[Array, ...]
 
 __all__ = [
     "ChainOutputs",
@@ -93,6 +92,9 @@ LEAPFROGS_PER_ITERATION = 1
 class Trajectory(NamedTuple):
     """The trajectory of the transition in progress.
 
+    Points are NumPyro's ``IntegratorState`` with each of z, r and the
+    gradient a tuple of d arrays, one per coordinate (:data:`Vector`).
+
     Attributes:
         left, right: its outermost leaves (z, r, potential energy, gradient).
         proposal: the point sampled from it so far.
@@ -123,9 +125,10 @@ class Doubling(NamedTuple):
         edge: the leaf to step from next.
         proposal, log_weight, r_sum, accept_sum, leaves: as in :class:`Trajectory`,
             over its own leaves.
-        r_checkpoints, r_sum_checkpoints: ``(max_tree_depth, d)`` momenta and
-            momentum sums at the leaves where the iterative U-turn check
-            starts its sub-subtrees (NumPyro's ``_iterative_build_subtree``).
+        r_checkpoints, r_sum_checkpoints: ``max_tree_depth`` momenta and
+            momentum sums (each a :data:`Vector`) at the leaves where the
+            iterative U-turn check starts its sub-subtrees (NumPyro's
+            ``_iterative_build_subtree``).
     """
 
     going_right: Array
@@ -135,8 +138,8 @@ class Doubling(NamedTuple):
     r_sum: Array
     accept_sum: Array
     leaves: Array
-    r_checkpoints: Array
-    r_sum_checkpoints: Array
+    r_checkpoints: tuple[Vector, ...]
+    r_sum_checkpoints: tuple[Vector, ...]
 
 
 class StepSearch(NamedTuple):
@@ -151,8 +154,8 @@ class StepwiseState(NamedTuple):
     """One lane's whole sampler state between two leapfrog steps.
 
     Attributes:
-        key: the chain's PRNG key; the step with ``leapfrogs`` = i draws
-            from ``fold_in(key, i)`` (:func:`_step_randomness`).
+        key: the chain's PRNG key, its two ``uint32`` words; the step with
+            ``leapfrogs`` = i draws from ``fold_in(key, i)`` (:func:`_step_randomness`).
         position: the chain's current point.
         adapt: NumPyro's adaptation state (step size, mass matrix, …).
         mode: :data:`SEARCH`, :data:`TREE` or :data:`DONE`.
@@ -165,9 +168,9 @@ class StepwiseState(NamedTuple):
             iterations this lane kept its batch busy.
     """
 
-    key: Array
+    key: tuple[Array, Array]
     position: IntegratorState
-    adapt: HMCAdaptState
+    adapt: Adaptation
     mode: Array
     transition: Array
     search: StepSearch
@@ -220,16 +223,36 @@ def _select(flag, on_true, on_false):
     return jax.tree.map(lambda a, b: jnp.where(flag, a, b), on_true, on_false)
 
 
-def _kinetic(inverse_mass: Array, r: Array) -> Array:
-    return 0.5 * jnp.sum(inverse_mass * r * r, axis=-1)
+def _vmap(f, *vectors) -> Vector:
+    """``f`` applied coordinate by coordinate to :data:`Vector` arguments."""
+    return tuple(f(*xs) for xs in zip(*vectors, strict=True))
 
 
-def _is_turning(inverse_mass, r_left, r_right, r_sum):
-    """NumPyro's generalised U-turn criterion, broadcast over leading axes."""
-    r_sum = r_sum - 0.5 * (r_left + r_right)
-    left = jnp.sum(inverse_mass * r_left * r_sum, axis=-1)
-    right = jnp.sum(inverse_mass * r_right * r_sum, axis=-1)
+def _dot(*vectors) -> Array:
+    """Σ over coordinates of the product of the vectors, multiplied and summed left to right."""
+    products = [math.prod(xs[1:], start=xs[0]) for xs in zip(*vectors, strict=True)]
+    return sum(products[1:], start=products[0])
+
+
+def _kinetic(inverse_mass: Vector, r: Vector) -> Array:
+    return 0.5 * _dot(inverse_mass, r, r)
+
+
+def _is_turning(inverse_mass: Vector, r_left: Vector, r_right: Vector, r_sum: Vector) -> Array:
+    """NumPyro's generalised U-turn criterion."""
+    r_sum = _vmap(lambda s, a, b: s - 0.5 * (a + b), r_sum, r_left, r_right)
+    left = _dot(inverse_mass, r_left, r_sum)
+    right = _dot(inverse_mass, r_right, r_sum)
     return (left <= 0) | (right <= 0)
+
+
+def _leapfrog(potential_fn, step_size: Array, inverse_mass: Vector, point: IntegratorState):
+    """One velocity Verlet step (NumPyro's ``velocity_verlet`` with a diagonal mass matrix)."""
+    r = _vmap(lambda r, g: r - 0.5 * step_size * g, point.r, point.z_grad)  # r(n+1/2)
+    z = _vmap(lambda z, m, r: z + step_size * (m * r), point.z, inverse_mass, r)  # z(n+1)
+    potential_energy, z_grad = jax.value_and_grad(potential_fn)(z)
+    r = _vmap(lambda r, g: r - 0.5 * step_size * g, r, z_grad)  # r(n+1)
+    return IntegratorState(z, r, potential_energy, z_grad)
 
 
 def _checkpoint_range(leaf: Array) -> tuple[Array, Array]:
@@ -243,7 +266,7 @@ def _checkpoint_range(leaf: Array) -> tuple[Array, Array]:
     return idx_max - trailing + 1, idx_max
 
 
-def _start_trajectory(point: IntegratorState, r: Array, inverse_mass: Array) -> Trajectory:
+def _start_trajectory(point: IntegratorState, r: Vector, inverse_mass: Vector) -> Trajectory:
     point = point._replace(r=r)
     return Trajectory(
         left=point,
@@ -260,13 +283,14 @@ def _start_trajectory(point: IntegratorState, r: Array, inverse_mass: Array) -> 
 
 def _start_doubling(trajectory: Trajectory, going_right: Array, max_depth: int) -> Doubling:
     edge = _select(going_right, trajectory.right, trajectory.left)
-    zeros = jnp.zeros((max_depth, trajectory.r_sum.shape[-1]), trajectory.r_sum.dtype)
+    zero = tuple(jnp.zeros_like(r) for r in trajectory.r_sum)
+    zeros = (zero,) * max_depth
     return Doubling(
         going_right=going_right,
         edge=edge,
         proposal=edge,
         log_weight=jnp.zeros_like(trajectory.log_weight),
-        r_sum=jnp.zeros_like(trajectory.r_sum),
+        r_sum=zero,
         accept_sum=jnp.zeros_like(trajectory.accept_sum),
         leaves=jnp.zeros((), jnp.int32),
         r_checkpoints=zeros,
@@ -292,19 +316,15 @@ class _Sampler(NamedTuple):
     unroll: int
 
 
-def _initial_state(key: Array, z: Array, model_args, sampler: _Sampler) -> StepwiseState:
-    wa_init, _ = warmup_adapter(
-        sampler.warmup, target_accept_prob=sampler.target_accept, dense_mass=False
-    )
-    adapt_key, key = jax.random.split(key)
+def _initial_state(
+    key: tuple[Array, Array], z: Vector, model_args, sampler: _Sampler
+) -> StepwiseState:
+    """A lane's state before its first step: ``key`` its two words, ``z`` its coordinates."""
+    # jax.random.split(key)[1], as NumPyro's adapter took the first half for itself.
+    key = fold_in(key, jnp.ones_like(key[0]))
     pe, grad = jax.value_and_grad(sampler.potential_fn_gen(*model_args))(z)
-    position = IntegratorState(z, jnp.zeros_like(z), pe, grad)
-    adapt = wa_init(
-        position, adapt_key, step_size=jnp.ones((), z.dtype), mass_matrix_size=sampler.dim
-    )
-    # NumPyro's adapter splits its key on every update for a step-size search
-    # that runs here as SEARCH steps instead; without a key it splits none.
-    adapt = adapt._replace(rng_key=None)
+    position = IntegratorState(z, tuple(jnp.zeros_like(x) for x in z), pe, grad)
+    adapt = start_adaptation(jnp.ones_like(pe), z)
     trajectory = _start_trajectory(position, position.r, adapt.inverse_mass_matrix)
     zero_int = jnp.zeros((), jnp.int32)
     return StepwiseState(
@@ -317,29 +337,32 @@ def _initial_state(key: Array, z: Array, model_args, sampler: _Sampler) -> Stepw
         trajectory=trajectory,
         doubling=_start_doubling(trajectory, jnp.array(True), sampler.max_tree_depth),
         divergences=zero_int,
-        depth_sum=jnp.zeros((), z.dtype),
+        depth_sum=jnp.zeros_like(pe),
         steps=zero_int,
         leapfrogs=zero_int,
     )
 
 
-def _step_randomness(key: Array, step: Array, dim: int, dtype) -> tuple[Array, Array]:
-    """``(2, dim)`` standard normals and ``(3,)`` uniforms on [0, 1) for one step of one lane.
+def _step_randomness(
+    key: tuple[Array, Array], step: Array, dim: int, dtype
+) -> tuple[tuple[Vector, Vector], Vector]:
+    """Two :data:`Vector` of standard normals and 3 uniforms on [0, 1) for one step of one lane.
 
-    Counter-based: one key per step, ``fold_in(key, step)``, and one draw of
-    uniforms from it, the normals their Gaussian quantiles (as
-    ``jax.random.normal`` makes them). Splitting the key and drawing normals
-    and uniforms separately took three Threefry evaluations per step, each a
-    small loop of its own in XLA's CPU code.
+    Counter-based: one key per step, ``fold_in(key, step)``, and the
+    ``jax.random.uniform`` draw of 2·dim + 3 values from it
+    (:mod:`kernels.threefry`, the same bits), the normals their Gaussian
+    quantiles (as ``jax.random.normal`` makes them). Splitting the key and
+    drawing normals and uniforms separately took three Threefry evaluations
+    per step, each a small loop of its own in XLA's CPU code.
     """
-    n = 2 * dim + 3
-    u = jax.random.uniform(jax.random.fold_in(key, step), (n,), dtype)
-    above_minus_one = jnp.nextafter(jnp.array(-1.0, dtype), jnp.array(0.0, dtype))
-    # A Python float: a NumPy scalar would promote float32 lanes to float64.
-    normals = math.sqrt(2.0) * jax.lax.erf_inv(
-        jnp.maximum(2.0 * u[: 2 * dim] - 1.0, above_minus_one)
-    )
-    return normals.reshape(2, dim), u[2 * dim :]
+    u = uniform_words(fold_in(key, step), 2 * dim + 3, dtype)
+    # Python floats: a NumPy scalar would promote float32 lanes to float64.
+    above_minus_one = float(np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype)))
+    normals = [
+        math.sqrt(2.0) * jax.lax.erf_inv(jnp.maximum(2.0 * x - 1.0, above_minus_one))
+        for x in u[: 2 * dim]
+    ]
+    return (tuple(normals[:dim]), tuple(normals[dim:])), tuple(u[2 * dim :])
 
 
 def _materialized(tree, running: Array, sampler: _Sampler):
@@ -374,18 +397,9 @@ def _advance(
     position) no longer change.
     """
     potential_fn = sampler.potential_fn_gen(*model_args)
-    _, vv_update = velocity_verlet(potential_fn, euclidean_kinetic_energy)
-    _, wa_update = warmup_adapter(
-        sampler.warmup, target_accept_prob=sampler.target_accept, dense_mass=False
-    )
-    ss_init, _ = dual_averaging()
-    schedule = build_adaptation_schedule(sampler.warmup)
-    window_ends = np.array([w.end for w in schedule[1:-1]], np.int32)
-
+    dtype = state.position.potential_energy.dtype
     normals, uniforms = _materialized(
-        _step_randomness(state.key, state.leapfrogs, sampler.dim, state.position.z.dtype),
-        running,
-        sampler,
+        _step_randomness(state.key, state.leapfrogs, sampler.dim, dtype), running, sampler
     )
     adapt, search, trajectory, doubling = (
         state.adapt,
@@ -399,10 +413,11 @@ def _advance(
     # The step: a trial of the step-size search from the current point with a
     # fresh momentum, or the next leaf of the doubling.
     trial_step = search.step_size * 2.0 ** search.direction.astype(search.step_size.dtype)
-    trial_r = adapt.mass_matrix_sqrt * normals[0]
+    trial_r = _vmap(jnp.multiply, adapt.mass_matrix_sqrt, normals[0])
     start = _select(searching, state.position._replace(r=trial_r), doubling.edge)
     signed_step = jnp.where(doubling.going_right, adapt.step_size, -adapt.step_size)
-    leaf = vv_update(jnp.where(searching, trial_step, signed_step), inverse_mass, start)
+    step_size = jnp.where(searching, trial_step, signed_step)
+    leaf = _leapfrog(potential_fn, step_size, inverse_mass, start)
     leaf = _materialized(leaf, running, sampler)
     start_energy = jnp.where(
         searching,
@@ -429,17 +444,21 @@ def _advance(
     accept = jnp.minimum(jnp.exp(-delta), 1.0)
     first = doubling.leaves == 0
     take_leaf = first | (uniforms[0] < jax.nn.sigmoid(leaf_weight - doubling.log_weight))
-    d_r_sum = jnp.where(first, leaf.r, doubling.r_sum + leaf.r)
+    d_r_sum = _vmap(lambda s, r: jnp.where(first, r, s + r), doubling.r_sum, leaf.r)
     low, high = _checkpoint_range(doubling.leaves)
     even = doubling.leaves % 2 == 0
-    index = jnp.arange(doubling.r_checkpoints.shape[0])
-    write = (even & (index == high))[:, None]
-    r_checkpoints = jnp.where(write, leaf.r, doubling.r_checkpoints)
-    r_sum_checkpoints = jnp.where(write, d_r_sum, doubling.r_sum_checkpoints)
-    sub_turning = _is_turning(
-        inverse_mass, r_checkpoints, leaf.r, d_r_sum - r_sum_checkpoints + r_checkpoints
-    )
-    d_turning = jnp.any(sub_turning & (index >= low) & (index <= high))
+    r_checkpoints, r_sum_checkpoints, d_turning = [], [], jnp.zeros_like(first)
+    for index, (r_old, r_sum_old) in enumerate(
+        zip(doubling.r_checkpoints, doubling.r_sum_checkpoints, strict=True)
+    ):
+        write = even & (index == high)
+        r_checkpoint = _select(write, leaf.r, r_old)
+        r_sum_checkpoint = _select(write, d_r_sum, r_sum_old)
+        sub_sum = _vmap(lambda a, b, c: a - b + c, d_r_sum, r_sum_checkpoint, r_checkpoint)
+        sub_turning = _is_turning(inverse_mass, r_checkpoint, leaf.r, sub_sum)
+        d_turning = d_turning | (sub_turning & (index >= low) & (index <= high))
+        r_checkpoints.append(r_checkpoint)
+        r_sum_checkpoints.append(r_sum_checkpoint)
     grown = Doubling(
         going_right=doubling.going_right,
         edge=leaf,
@@ -448,15 +467,15 @@ def _advance(
         r_sum=d_r_sum,
         accept_sum=jnp.where(first, accept, doubling.accept_sum + accept),
         leaves=doubling.leaves + 1,
-        r_checkpoints=r_checkpoints,
-        r_sum_checkpoints=r_sum_checkpoints,
+        r_checkpoints=tuple(r_checkpoints),
+        r_sum_checkpoints=tuple(r_sum_checkpoints),
     )
     doubling_done = (grown.leaves == 2**trajectory.depth) | d_turning | diverging
 
     # A finished doubling joins the trajectory: biased progressive sampling.
     left = _select(doubling.going_right, trajectory.left, leaf)
     right = _select(doubling.going_right, leaf, trajectory.right)
-    r_sum = trajectory.r_sum + grown.r_sum
+    r_sum = _vmap(jnp.add, trajectory.r_sum, grown.r_sum)
     move = jnp.where(
         d_turning | diverging,
         0.0,
@@ -488,12 +507,17 @@ def _advance(
     chosen = merged.proposal
 
     def update():
-        return wa_update(state.transition, merged.accept_sum / merged.leaves, chosen, adapt)
+        accept_prob = merged.accept_sum / merged.leaves
+        return adapt_after(
+            sampler.warmup, sampler.target_accept, state.transition, accept_prob, chosen.z, adapt
+        )
 
     # With conditionals, computed only while a lane of the batch is warming up.
     adapted = jax.lax.cond(warming, update, lambda: adapt) if sampler.conditionals else update()
     adapt = _select(transition_done & warm, adapted, adapt)
-    window_end = transition_done & warm & jnp.any(state.transition == window_ends)
+    ends = [state.transition == end for end in window_ends(sampler.warmup)]
+    at_window_end = functools.reduce(jnp.logical_or, ends, jnp.zeros_like(warm))
+    window_end = transition_done & warm & at_window_end
     kept = transition_done & ~warm
     draw = Draw(
         kept,
@@ -507,11 +531,7 @@ def _advance(
     position = _select(transition_done, chosen, state.position)
 
     # A finished search sets the step size and restarts dual averaging there.
-    adapt = _select(
-        search_done,
-        adapt._replace(step_size=trial_step, ss_state=ss_init(jnp.log(10.0) + jnp.log(trial_step))),
-        adapt,
-    )
+    adapt = _select(search_done, restart_step_size(adapt, trial_step), adapt)
 
     # What comes next: another search step, a new transition, the next
     # doubling, or the next leaf of this one.
@@ -520,7 +540,7 @@ def _advance(
         (begin, finished, window_end, position, adapt), running, sampler
     )
     doubling_done = doubling_done & active
-    r = adapt.mass_matrix_sqrt * normals[1]
+    r = _vmap(jnp.multiply, adapt.mass_matrix_sqrt, normals[1])
     fresh = _start_trajectory(position, r, adapt.inverse_mass_matrix)
     next_trajectory = _select(begin, fresh, _select(doubling_done, merged, trajectory))
     going_right = uniforms[2] < 0.5
@@ -583,12 +603,15 @@ def _make_sampler(
 
 
 def _running(state: StepwiseState) -> Array:
-    return jnp.any(state.mode != DONE)
+    """Whether any lane is not done (a minimum, not ``jnp.any``: Pallas lowers it)."""
+    return jnp.min(state.mode) != DONE
 
 
 def _step_all(state: StepwiseState, model_args, sampler: _Sampler) -> tuple[StepwiseState, Draw]:
     """One leapfrog step of every lane of a batch (leading ``(L,)`` axes)."""
-    warming = jnp.any((state.mode != DONE) & (state.transition < sampler.warmup))
+    # Whether any lane still runs a warm-up transition.
+    sampling = jnp.where(state.mode != DONE, state.transition, sampler.warmup)
+    warming = jnp.min(sampling) < sampler.warmup
     return jax.vmap(
         lambda s, a, running, warming: _advance(s, a, sampler, running, warming),
         in_axes=(0, 0, None, None),
@@ -596,7 +619,18 @@ def _step_all(state: StepwiseState, model_args, sampler: _Sampler) -> tuple[Step
 
 
 def _initial_states(keys: Array, z: Array, model_args, sampler: _Sampler) -> StepwiseState:
-    return jax.vmap(lambda k, x, a: _initial_state(k, x, a, sampler))(keys, z, model_args)
+    """States of L lanes: ``keys`` ``(L,)`` typed or ``(L, 2)`` raw, ``z`` ``(L, d)`` positions."""
+    if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
+        keys = jax.random.key_data(keys)
+    words = (keys[:, 0], keys[:, 1])
+    coordinates = tuple(z[:, j] for j in range(z.shape[-1]))
+    return _initial_lanes(words, coordinates, model_args, sampler)
+
+
+def _initial_lanes(words, coordinates: Vector, model_args, sampler: _Sampler) -> StepwiseState:
+    """:func:`_initial_states` from each key's two words and each coordinate, all ``(L,)``."""
+    start = jax.vmap(lambda k, x, a: _initial_state(k, x, a, sampler))
+    return start(words, coordinates, model_args)
 
 
 class _Draws(NamedTuple):
@@ -711,10 +745,22 @@ def _run_all(
         state = state._replace(mode=jnp.where(rows < n_valid, state.mode, DONE))
     draws, totals = _empty(size, sampler, z.dtype)
 
+    def step_all(state):
+        return _step_all(state, model_args, sampler)
+
+    def idle(state):  # every lane done: nothing moves, nothing is kept
+        _, draw = jax.eval_shape(step_all, state)
+        return state, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), draw)
+
     def step(carry):
         state, draws = carry
-        for _ in range(sampler.unroll):
-            state, draw = _step_all(state, model_args, sampler)
+        for i in range(sampler.unroll):
+            # A step with every lane done would see its materialized values
+            # (_materialized) as zeros; on CPU a later unrolled step is skipped then.
+            if i and sampler.conditionals:
+                state, draw = jax.lax.cond(_running(state), step_all, idle, state)
+            else:
+                state, draw = step_all(state)
             draws = _keep(draws, rows, draw)
         return state, draws
 

@@ -386,16 +386,18 @@ def throughput(
         _, took = timed_fits(counts, keys, "nuts", None, first, w)
         by_workers[str(w)]["nuts_fits_per_s"] = n / took
     # "nuts_*" without a loop's name is the default loop's (leapfrog), as before.
-    names = {"leapfrog": "nuts", "transition": "nuts_transition_loop"}
+    names = {"leapfrog": "nuts", "transition": "nuts_transition_loop", "kernel": "nuts_kernel_loop"}
     out = {**measured}
     for loop, s in seconds.items():
         out[f"{names[loop]}_fits_per_s"] = n / s
         out[f"{names[loop]}_s"] = s
-    # A fingerprint of the default loop's fits, to compare runs across processes
-    # (another XLA_FLAGS, another device).
-    out["nuts_post_mean_sum"] = float(np.sum(np.asarray(reference.post_mean)))
-    if len(seconds) == 2:
+        # A fingerprint of each loop's fits, to compare runs across processes
+        # (another XLA_FLAGS, another device).
+        out[f"{names[loop]}_post_mean_sum"] = float(np.sum(np.asarray(fitted[loop][0].post_mean)))
+    if {"leapfrog", "transition"} <= seconds.keys():
         out["leapfrog_over_transition_loop"] = seconds["transition"] / seconds["leapfrog"]
+    if {"leapfrog", "kernel"} <= seconds.keys():
+        out["kernel_over_leapfrog_loop"] = seconds["leapfrog"] / seconds["kernel"]
     return {
         **out,
         "nuts_chunk_size": default_chunk_size("nuts", settings.chains)
@@ -557,9 +559,9 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--loops",
         nargs="+",
-        choices=["leapfrog", "transition"],
+        choices=["leapfrog", "transition", "kernel"],
         default=["leapfrog", "transition"],
-        help="NUTS loops to time",
+        help="NUTS loops to time (kernel: whole chains in one Pallas kernel, Triton on a GPU)",
     )
     parser.add_argument(
         "--workers", type=int, nargs="*", default=[], help="chunks in flight at once to compare"

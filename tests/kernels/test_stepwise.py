@@ -16,8 +16,8 @@ SCALES = jnp.array([1.0, 0.01, 100.0])
 
 
 def gaussian(scale):
-    """Potential of independent normals N(0, scale²) (per lane)."""
-    return lambda z: 0.5 * jnp.sum((z / scale) ** 2)
+    """Potential of independent normals N(0, scale²) (per lane; one array a coordinate)."""
+    return lambda z: 0.5 * sum((x / s) ** 2 for x, s in zip(z, scale, strict=True))
 
 
 def run(keys, scales, warmup=300, samples=2000, **kwargs):
@@ -39,7 +39,7 @@ def test_gaussian_moments_and_adaptation():
     # The adapted inverse mass matrix is the variances, to the noise of a
     # 150-draw window and NumPyro's shrinkage towards 1e-3 (which lifts the
     # 1e-4 variance by up to ~2x); the identity it starts from is 10^4 off.
-    ratio = np.asarray(state.adapt.inverse_mass_matrix) / np.asarray(SCALES) ** 2
+    ratio = np.stack(state.adapt.inverse_mass_matrix, axis=1) / np.asarray(SCALES) ** 2
     assert np.all(np.abs(np.log(ratio)) < np.log(2.5))
     assert np.all(np.asarray(out.divergences) == 0)
     steps = np.asarray(out.steps)
@@ -83,7 +83,9 @@ def test_a_queue_runs_every_chain_as_alone_and_skips_the_padding():
         )
         return jax.jit(fn)(keys, z, scales, n_valid)
 
-    for slots, n_valid, refill_every in ((16, 48, 1), (8, 37, 5)):
+    # At least 16 slots: XLA on CPU computes a lane alike in batches of 16 to 128
+    # lanes; in 8, one of these lanes came out differently.
+    for slots, n_valid, refill_every in ((32, 48, 1), (16, 37, 5)):
         out = queued(slots, n_valid, refill_every)
         for name, x, y in zip(out._fields, out, alone, strict=True):
             np.testing.assert_array_equal(np.asarray(x)[:n_valid], np.asarray(y)[:n_valid], name)
@@ -99,8 +101,14 @@ def test_unrolled_steps_give_the_same_numbers():
     three_state, three = run(keys, scales, warmup=60, samples=80, leapfrogs_per_iteration=3)
     for name, x, y in zip(one._fields, one, three, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), name)
-    np.testing.assert_array_equal(
-        np.asarray(one_state.position.z), np.asarray(three_state.position.z)
-    )
+    for name, x, y in (
+        ("z", one_state.position.z, three_state.position.z),
+        (
+            "inverse mass",
+            one_state.adapt.inverse_mass_matrix,
+            three_state.adapt.inverse_mass_matrix,
+        ),
+    ):
+        np.testing.assert_array_equal(np.stack(x), np.stack(y), name)
     # Lanes took different totals, so most finished inside an unrolled iteration.
     assert len(np.unique(np.asarray(one.leapfrogs) % 3)) > 1

@@ -1,0 +1,177 @@
+"""Whole NUTS chains in one compiled kernel: each block of lanes runs to its end in registers.
+
+:func:`kernels.stepwise.run_queue` runs every chain of a call in lock-step
+through an XLA ``while_loop``, one leapfrog step of every lane an iteration.
+On a GPU each iteration is about twenty kernels, each reading the lanes'
+state from the device's memory and writing it back, and the loop's host
+waits for each iteration's condition: on an H100 an iteration of 16,384
+chains took 159 µs, 85 of them in kernels (benchmarks/GPU-NOTES.md). And the
+call runs until its slowest chain is done.
+
+Here the same step (:func:`kernels.stepwise._step_all`, the same function of
+each lane's state) runs inside one Pallas kernel: a program instance takes a
+block of ``block`` lanes, starts them, and loops over leapfrog steps until
+each of them is done, writing each kept draw straight to its row of the
+output. The state stays on the chip between steps; nothing returns to the
+host until every block is done; and a block waits only for its own slowest
+chain. On a GPU Pallas compiles the kernel with Triton; elsewhere it runs
+in Pallas's interpreter (as XLA code, for tests: the same numbers as
+:func:`kernels.stepwise.run_lanes` on CPU, bit for bit).
+
+Triton wants every array a power of two long and every operation
+elementwise or a reduction, which is why :mod:`kernels.stepwise` keeps each
+coordinate in an array of its own and draws its randomness from integer
+operations (:mod:`kernels.threefry`).
+
+A lane's numbers do not depend on its block or on the other lanes: the
+batch-level flags of the XLA loop only gate work that a lane's own flags
+then select away, and the kernel skips nothing.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from kernels.stepwise import (
+    DONE,
+    ChainOutputs,
+    _initial_lanes,
+    _make_sampler,
+    _running,
+    _step_all,
+)
+
+Array = jax.Array
+
+__all__ = ["DEFAULT_BLOCK", "run_blocks"]
+
+#: Lanes a program instance advances together (a power of two).
+DEFAULT_BLOCK = 32
+
+
+def _flat_lanes(tree) -> tuple[list[Array], object]:
+    """``tree``'s leaves, each ``(L,)``, booleans as int32 (Triton keeps no bool arrays)."""
+    leaves, treedef = jax.tree.flatten(tree)
+    for leaf in leaves:
+        if jnp.ndim(leaf) != 1:
+            raise ValueError(f"model arguments must be (L,) per lane, got shape {jnp.shape(leaf)}")
+    return [jnp.asarray(x).astype(jnp.int32) if x.dtype == bool else x for x in leaves], treedef
+
+
+def run_blocks(
+    keys: Array,
+    z: Array,
+    potential_fn_gen,
+    model_args,
+    warmup: int,
+    samples: int,
+    target_accept: float = 0.8,
+    max_tree_depth: int = 10,
+    warmup_max_tree_depth: int = 10,
+    record_steps: bool = False,
+    n_valid=None,
+    block: int = DEFAULT_BLOCK,
+    interpret: bool | None = None,
+    num_warps: int = 1,
+) -> ChainOutputs:
+    """:func:`kernels.stepwise.run_lanes`' chains, each block of lanes run whole in one kernel.
+
+    Args:
+        keys, z, potential_fn_gen, model_args, warmup … record_steps: as in
+            :func:`kernels.stepwise.run_lanes`; every leaf of ``model_args``
+            ``(L,)``.
+        n_valid: run only the first ``n_valid`` chains (traced; all if
+            None); the others' outputs are zeros.
+        block: static; lanes per program instance, a power of two. L is
+            padded to a multiple of it (padding lanes are not run).
+        interpret: run in Pallas's interpreter; by default wherever the
+            backend is not a GPU.
+        num_warps: static; Triton's warps per program instance.
+
+    Returns:
+        :class:`ChainOutputs` ``(L, …)``, as :func:`kernels.stepwise.run_queue`.
+    """
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plgpu
+
+    if block < 1 or block & (block - 1):
+        raise ValueError(f"block must be a power of two, got {block}")
+    if interpret is None:
+        interpret = jax.default_backend() != "gpu"
+    size, dim = z.shape
+    sampler = _make_sampler(
+        potential_fn_gen,
+        dim,
+        warmup,
+        samples,
+        target_accept,
+        max_tree_depth,
+        warmup_max_tree_depth,
+        record_steps,
+    )._replace(conditionals=False, unroll=1)
+    if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
+        keys = jax.random.key_data(keys)
+    padded = -(-size // block) * block
+    pad = lambda x: jnp.concatenate([x, jnp.repeat(x[:1], padded - size, axis=0)])  # noqa: E731
+    valid = jnp.arange(padded) < (size if n_valid is None else jnp.minimum(n_valid, size))
+    lanes, treedef = _flat_lanes(model_args)
+    inputs = [
+        valid.astype(jnp.int32),
+        *(pad(keys[:, i]) for i in range(2)),
+        *(pad(z[:, j]) for j in range(dim)),
+        *(pad(x) for x in lanes),
+    ]
+    bools = [x.dtype == bool for x in jax.tree.leaves(model_args)]
+    recorded = samples if record_steps else 1
+
+    def kernel(*refs):
+        valid_ref, k0_ref, k1_ref, *rest = refs[: len(inputs)]
+        z_refs, arg_refs = rest[:dim], rest[dim:]
+        alpha_ref, steps_ref, *total_refs = refs[len(inputs) :]
+        rows = pl.program_id(0) * block + jnp.arange(block)
+        leaves = [r[...] != 0 if b else r[...] for r, b in zip(arg_refs, bools, strict=True)]
+        args = jax.tree.unflatten(treedef, leaves)
+        state = _initial_lanes(
+            (k0_ref[...], k1_ref[...]), tuple(r[...] for r in z_refs), args, sampler
+        )
+        state = state._replace(mode=jnp.where(valid_ref[...] != 0, state.mode, DONE))
+
+        def step(state):
+            state, draw = _step_all(state, args, sampler)
+            plgpu.store(alpha_ref.at[rows, draw.index], draw.alpha, mask=draw.kept)
+            if record_steps:
+                plgpu.store(steps_ref.at[rows, draw.index], draw.leaves, mask=draw.kept)
+            return state
+
+        state = jax.lax.while_loop(_running, step, state)
+        totals = (state.divergences, state.depth_sum, state.steps, state.leapfrogs)
+        for ref, value in zip(total_refs, totals, strict=True):
+            ref[...] = value
+
+    dtype = z.dtype
+    lane = pl.BlockSpec((block,), lambda i: (i,))
+    whole = pl.BlockSpec(memory_space=pl.ANY)
+    alpha, steps, divergences, depth_sum, total_steps, leapfrogs = pl.pallas_call(
+        kernel,
+        out_shape=(
+            jax.ShapeDtypeStruct((padded, samples), dtype),
+            jax.ShapeDtypeStruct((padded, recorded), jnp.int32),
+            jax.ShapeDtypeStruct((padded,), jnp.int32),
+            jax.ShapeDtypeStruct((padded,), dtype),
+            jax.ShapeDtypeStruct((padded,), jnp.int32),
+            jax.ShapeDtypeStruct((padded,), jnp.int32),
+        ),
+        grid=(padded // block,),
+        in_specs=[lane] * len(inputs),
+        out_specs=(whole, whole, lane, lane, lane, lane),
+        compiler_params=plgpu.CompilerParams(num_warps=num_warps, num_stages=1),
+        interpret=interpret,
+        name="nuts_chains",
+    )(*inputs)
+    # A padding lane, or one past n_valid, wrote nothing; its outputs are zeros.
+    ran = valid[:size]
+    alpha = jnp.where(ran[:, None], alpha[:size], 0.0)
+    totals = [jnp.where(ran, x[:size], 0) for x in (divergences, depth_sum, total_steps, leapfrogs)]
+    steps = jnp.where(ran[:, None], steps[:size], 0) if record_steps else totals[2]
+    return ChainOutputs(alpha, totals[0], totals[1], steps, totals[3])

@@ -1,0 +1,80 @@
+"""Whole chains in one Pallas kernel (kernels/chain_kernel.py).
+
+On CPU the kernel runs in Pallas's interpreter, as XLA code: there it must
+run the leapfrog loop's chains, block by block. On a GPU
+Triton compiles it; that it lowers at all (every operation elementwise or a
+reduction, every array a power of two long, no weakly typed float feeding a
+libdevice function) is checked here by exporting it for CUDA, which needs
+no GPU. That Triton compiles and runs it is for a GPU session.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from kernels.chain_kernel import run_blocks
+from kernels.nuts import _centres, _potential_fn_gen, initial_position
+from kernels.stepwise import run_queue
+from tests.kernels.helpers import counts
+from tests.kernels.test_stepwise import gaussian
+
+
+def test_the_kernel_runs_the_leapfrog_loops_chains_in_blocks():
+    """Three blocks of 16 lanes (40 padded to 48, the last 3 not run), against the loop.
+
+    The interpreted kernel is XLA code compiled apart from the loop, whose
+    last bits may round apart (1e-12 here); over hundreds of transitions of
+    these chaotic trajectories that grows into other draws. Over 10
+    transitions every lane takes the same steps and draws to 1e-9."""
+    keys = jax.random.split(jax.random.key(3), 40)
+    scales = jnp.exp(jax.random.uniform(jax.random.key(4), (40, 3), minval=-4.6, maxval=4.6))
+    z = jnp.full((40, 3), 0.5)
+    # The kernel takes (L,) arrays only: the scales as one array a coordinate.
+    common = (gaussian, (tuple(scales.T),), 5, 5, 0.8, 10, 6, True)
+    loop = jax.jit(lambda k, z: run_queue(k, z, *common, n_valid=37))(keys, z)
+    kernel = jax.jit(lambda k, z: run_blocks(k, z, *common, n_valid=37, block=16))(keys, z)
+    for name, x, y in zip(loop._fields, loop, kernel, strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        if np.issubdtype(x.dtype, np.integer):  # leapfrogs, divergences, each draw's steps
+            np.testing.assert_array_equal(x, y, name)
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-9, atol=0, err_msg=name)
+    assert not np.asarray(kernel.alpha)[37:].any() and np.asarray(kernel.leapfrogs)[:37].all()
+
+
+def lanes(n: int, seed: int):
+    r = np.random.default_rng(seed)
+    n_phi = r.integers(20, 200, n).astype(float)
+    n_pos = r.binomial(n_phi.astype(int), 0.6).astype(float)
+    n_m = r.integers(1000, 100_000, n).astype(float)
+    return counts(
+        n_pos=n_pos,
+        n_phi=n_phi,
+        n_tp=r.binomial(n_pos.astype(int), 0.8),
+        n_pos_paired=n_pos,
+        n_tn=r.binomial((n_phi - n_pos).astype(int), 0.7),
+        n_neg_paired=n_phi - n_pos,
+        m_pos=r.binomial(n_m.astype(int), 0.55),
+        n_m=n_m,
+    )
+
+
+@pytest.mark.parametrize("ridge", [False, True])
+def test_the_kernel_lowers_to_triton_for_a_gpu(ridge):
+    c = jax.tree.map(jnp.asarray, lanes(64, seed=1))
+    keys = jax.random.split(jax.random.key(0), 64)
+    z = jax.vmap(lambda k, c: initial_position(k, c, 3, ridge))(keys, c)
+    args = (c, _centres(c, ridge))
+
+    def kernel(keys, z, args):
+        gen = lambda c, centres: _potential_fn_gen(c, ridge, centres)  # noqa: E731
+        return run_blocks(keys, z, gen, args, 500, 1000, n_valid=60, interpret=False)
+
+    exported = jax.export.export(
+        jax.jit(kernel),
+        platforms=["cuda"],
+        # Triton's custom call carries no compatibility promise across jaxlib versions.
+        disabled_checks=[jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")],
+    )(keys, z, args)
+    assert exported.mlir_module().count("xla.gpu.triton") == 1
