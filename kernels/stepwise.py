@@ -823,9 +823,12 @@ def run_queue(
 
     A chain's numbers do not depend on its slot, on when it starts, or on the
     other chains: each is the same pure function of its own key, start and
-    arguments as in :func:`run_lanes` (on a backend that computes a lane
-    alike in batches of every size, which XLA on CPU does only up to 128
-    lanes; so a caller on CPU keeps ``slots`` fixed).
+    arguments as in :func:`run_lanes`, on a backend that computes a lane
+    alike in batches of every size. XLA on CPU does so from 16 to 128 lanes,
+    so a caller there keeps ``slots`` in that range; and it may round the
+    queue's program and :func:`run_lanes`' apart (some of the model's chains
+    came out otherwise; a Gaussian's did not), so a caller there runs every
+    call as a queue.
 
     Args:
         keys, z, potential_fn_gen, model_args, warmup … record_steps: as in

@@ -6,10 +6,12 @@ divergences, the published ε by NUTS, and the wall time of the NUTS call.
 ``--natural`` samples every lane in the logits of (α, ρ, η) and
 ``--warmup-depth 10`` lifts the warm-up tree-depth cap, to reproduce what the
 sampler did before those changes; ``--loop transition`` runs NumPyro's
-``sample_kernel`` in lock-step instead of :mod:`kernels.stepwise`.
+``sample_kernel`` in lock-step instead of :mod:`kernels.stepwise`, and
+``--loop kernel`` runs the stepwise chains whole in one Pallas kernel per
+block of lanes (:mod:`kernels.chain_kernel`; compiled by Triton on a GPU).
 
 Usage: python scripts/nuts_agreement.py [--natural] [--warmup-depth 6]
-           [--loop leapfrog|transition] [--out DIR]
+           [--loop leapfrog|transition|kernel] [--out DIR]
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers
 
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
-from kernels.nuts import NUTSSettings  # noqa: E402
+from kernels.nuts import LOOPS, NUTSSettings  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
 from sweep.fits import fit_lanes, lane_keys  # noqa: E402
 from tests.kernels.helpers import agreement_lanes  # noqa: E402
@@ -41,7 +43,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--natural", action="store_true", help="no ridge coordinates")
     parser.add_argument("--warmup-depth", type=int, default=NUTSSettings().warmup_max_tree_depth)
-    parser.add_argument("--loop", choices=["leapfrog", "transition"], default=NUTSSettings().loop)
+    parser.add_argument("--loop", choices=list(LOOPS), default=NUTSSettings().loop)
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args(argv)
     settings = NUTSSettings(

@@ -162,6 +162,13 @@ def _aval(x) -> str:
     return f"{aval.str_short()}{'~' if getattr(aval, 'weak_type', False) else ''}"
 
 
+#: Custom calls whose exports JAX does not promise to load under other
+#: versions: Triton's, which the NUTS chain kernel makes on a GPU
+#: (kernels.chain_kernel). An export here is kept for, and loaded by, the
+#: same versions only (its key holds them), so it may hold one.
+_UNVERSIONED_CALLS = [jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")]
+
+
 class ExportedProgram:
     """A jitted function called through its :mod:`jax.export` export, kept on disk if it can be.
 
@@ -233,7 +240,7 @@ class ExportedProgram:
             return out
 
         flat.__name__ = flat.__qualname__ = self.name
-        exported = jax.export.export(jax.jit(flat))(*leaves)
+        exported = jax.export.export(jax.jit(flat), disabled_checks=_UNVERSIONED_CALLS)(*leaves)
         return exported, out_trees[0]
 
 

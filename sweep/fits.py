@@ -105,8 +105,8 @@ MIN_BATCH = 64
 #: fits of 4 chains ran 1.2-1.4x as fast as chunks of 64, and as fast as
 #: chunks of 16 or faster (benchmarks/results/kernels-cpu-20261124-224744.json,
 #: version 0.7.0). XLA on CPU computes a lane bit for bit alike in batches
-#: of 8 to 128 chains, not of 4, 256 or 512, so a lane's draws are the same
-#: on these slots and on :data:`CPU_FEW_NUTS_SLOTS`.
+#: of 16 to 128 chains (since 0.21.0; of 8 before), not of 4, 256 or 512, so
+#: a lane's draws are the same on these slots and on :data:`CPU_FEW_NUTS_SLOTS`.
 CPU_NUTS_SLOTS = 128
 #: On CPU the slots of a group's NUTS calls where none holds more than
 #: :data:`CPU_FEW_SLOTS_CALL_CHAINS` chains (:func:`nuts_slots`). A step costs

@@ -15,7 +15,7 @@ import pytest
 
 from kernels.nuts import (
     NUTSSettings,
-    sample_fit,
+    sample_fits,
     sampler_key,
     summarize_draws,
     summary_block_fits,
@@ -120,7 +120,9 @@ def test_nuts_is_deterministic_and_independent_of_batch():
     # up to rounding (the two programs fuse differently; seen: 6e-7 relative
     # after 100 transitions, which a trajectory's sensitivity amplifies).
     assert np.asarray(prefers_ridge(c)).all()
-    chosen = jax.jit(jax.vmap(lambda k, c: sample_fit(sampler_key(k), c, settings, 3)))(keys, c)
+    # (sample_fits, not a vmap of sample_fit: vmapped, the chain's while loop
+    # selects its whole state every step, and took 105 s to compile.)
+    chosen = jax.jit(lambda k, c: sample_fits(jax.vmap(sampler_key)(k), c, settings, 3))(keys, c)
     per_lane = summarize_draws(np.asarray(chosen.alpha), 0.95)
     np.testing.assert_allclose(per_lane.mean, both.post_mean, rtol=1e-5)
 

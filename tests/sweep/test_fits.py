@@ -128,15 +128,20 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
 
 
 def test_a_nuts_lane_does_not_depend_on_its_queue():
-    """A fit's draws are the same whether its chains wait in a queue for a slot or not,
-    and whichever lanes share its call."""
+    """A fit's draws are the same whatever its call's size and slots, and whichever
+    lanes share its call.
+
+    On CPU every call is a queue (more chains than slots). A call whose chains
+    all have slots from the start runs another program (kernels.stepwise's
+    run_lanes), which XLA may round apart: since 0.21.0 some of these fits'
+    draws differ there. Only accelerators run it, for every call."""
     settings = NUTSSettings(chains=2, warmup=50, samples=50)  # as the test below
     c = ridge_lanes(140, seed=8)
     b = len(c.n_m)
     keys = lane_keys(4, np.stack([np.arange(b), np.zeros(b)], axis=1), np.zeros(b))
-    # Calls of 16 fits of 2 chains fill 32 slots: no queue. Calls of 256 fits hold
+    # Calls of 32 fits of 2 chains: 64 chains on 32 slots. Calls of 256 fits hold
     # the group's 280 chains: a queue on 128 slots.
-    sizes = (16, 256)
+    sizes = (32, 256)
     slotted, queued = (
         fit_lanes(c, keys, "nuts", nuts=settings, chunk_size=size, workers=1) for size in sizes
     )
