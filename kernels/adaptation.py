@@ -30,7 +30,14 @@ from numpyro.infer.hmc_util import build_adaptation_schedule
 Array = jax.Array
 Vector = tuple[Array, ...]
 
-__all__ = ["Adaptation", "start_adaptation", "adapt", "restart_step_size", "window_ends"]
+__all__ = [
+    "Adaptation",
+    "DualAveraging",
+    "start_adaptation",
+    "update_adaptation",
+    "restart_step_size",
+    "window_ends",
+]
 
 
 class Adaptation(NamedTuple):
@@ -153,7 +160,7 @@ def _schedule_lookup(table: tuple[int, ...], index: Array) -> Array:
     return out
 
 
-def adapt(
+def update_adaptation(
     warmup: int, target_accept: float, t: Array, accept_prob: Array, z: Vector, state: Adaptation
 ) -> Adaptation:
     """``state`` after warm-up transition ``t``, ended at ``z`` with acceptance ``accept_prob``.

@@ -92,6 +92,7 @@ def run_blocks(
     Returns:
         :class:`ChainOutputs` ``(L, …)``, as :func:`kernels.stepwise.run_queue`.
     """
+    # Imported here: Pallas (and Triton's bindings) only for the runs that use it.
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plgpu
 

@@ -24,11 +24,18 @@ sampling within a doubling, biased progressive sampling between doublings,
 the generalised U-turn criterion at the iterative checkpoints, and a
 divergence where the energy error exceeds 1000. Warm-up uses NumPyro's
 ``warmup_adapter`` (dual averaging; Stan's windows for a diagonal mass
-matrix), and the step-size heuristic of ``find_reasonable_step_size`` runs,
-as there, at the start and after each mass-matrix update, one trial step per
-iteration (its trial momenta drawn from the current mass matrix, where NumPyro
-scales them by the inverse mass matrix). Only the diagonal mass matrix is
-supported.
+matrix; ported in :mod:`kernels.adaptation`), and the step-size heuristic of
+``find_reasonable_step_size`` runs, as there, at the start and after each
+mass-matrix update, one trial step per iteration (its trial momenta drawn
+from the current mass matrix, where NumPyro scales them by the inverse mass
+matrix). Only the diagonal mass matrix is supported.
+
+Every coordinate of a point, a momentum, a gradient or the mass matrix is an
+array of its own (:data:`Vector`), and the randomness comes from Threefry in
+integer operations (:mod:`kernels.threefry`): a batch of lanes is then a set
+of ``(L,)`` arrays, with nothing to slice, gather or reduce across a lane's
+coordinates, which :mod:`kernels.chain_kernel` needs to compile the step with
+Triton. On CPU this layout gave the same bits as NumPyro's vectors.
 
 Lanes are independent: each is advanced by the same pure function of its own
 state, so a lane's draws do not depend on the others in its batch. So a batch
@@ -50,8 +57,13 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.hmc_util import IntegratorState
 
-from kernels.adaptation import Adaptation, restart_step_size, start_adaptation, window_ends
-from kernels.adaptation import adapt as adapt_after
+from kernels.adaptation import (
+    Adaptation,
+    restart_step_size,
+    start_adaptation,
+    update_adaptation,
+    window_ends,
+)
 from kernels.threefry import fold_in, uniform_words
 
 Array = jax.Array
@@ -157,7 +169,8 @@ class StepwiseState(NamedTuple):
         key: the chain's PRNG key, its two ``uint32`` words; the step with
             ``leapfrogs`` = i draws from ``fold_in(key, i)`` (:func:`_step_randomness`).
         position: the chain's current point.
-        adapt: NumPyro's adaptation state (step size, mass matrix, …).
+        adapt: the warm-up adaptation's state (step size, mass matrix, …;
+            :class:`kernels.adaptation.Adaptation`).
         mode: :data:`SEARCH`, :data:`TREE` or :data:`DONE`.
         transition: transitions completed (warm-up ones included).
         search, trajectory, doubling: the parts of the current mode.
@@ -223,7 +236,7 @@ def _select(flag, on_true, on_false):
     return jax.tree.map(lambda a, b: jnp.where(flag, a, b), on_true, on_false)
 
 
-def _vmap(f, *vectors) -> Vector:
+def _by_coordinate(f, *vectors) -> Vector:
     """``f`` applied coordinate by coordinate to :data:`Vector` arguments."""
     return tuple(f(*xs) for xs in zip(*vectors, strict=True))
 
@@ -240,7 +253,7 @@ def _kinetic(inverse_mass: Vector, r: Vector) -> Array:
 
 def _is_turning(inverse_mass: Vector, r_left: Vector, r_right: Vector, r_sum: Vector) -> Array:
     """NumPyro's generalised U-turn criterion."""
-    r_sum = _vmap(lambda s, a, b: s - 0.5 * (a + b), r_sum, r_left, r_right)
+    r_sum = _by_coordinate(lambda s, a, b: s - 0.5 * (a + b), r_sum, r_left, r_right)
     left = _dot(inverse_mass, r_left, r_sum)
     right = _dot(inverse_mass, r_right, r_sum)
     return (left <= 0) | (right <= 0)
@@ -248,10 +261,10 @@ def _is_turning(inverse_mass: Vector, r_left: Vector, r_right: Vector, r_sum: Ve
 
 def _leapfrog(potential_fn, step_size: Array, inverse_mass: Vector, point: IntegratorState):
     """One velocity Verlet step (NumPyro's ``velocity_verlet`` with a diagonal mass matrix)."""
-    r = _vmap(lambda r, g: r - 0.5 * step_size * g, point.r, point.z_grad)  # r(n+1/2)
-    z = _vmap(lambda z, m, r: z + step_size * (m * r), point.z, inverse_mass, r)  # z(n+1)
+    r = _by_coordinate(lambda r, g: r - 0.5 * step_size * g, point.r, point.z_grad)  # r(n+1/2)
+    z = _by_coordinate(lambda z, m, r: z + step_size * (m * r), point.z, inverse_mass, r)  # z(n+1)
     potential_energy, z_grad = jax.value_and_grad(potential_fn)(z)
-    r = _vmap(lambda r, g: r - 0.5 * step_size * g, r, z_grad)  # r(n+1)
+    r = _by_coordinate(lambda r, g: r - 0.5 * step_size * g, r, z_grad)  # r(n+1)
     return IntegratorState(z, r, potential_energy, z_grad)
 
 
@@ -413,7 +426,7 @@ def _advance(
     # The step: a trial of the step-size search from the current point with a
     # fresh momentum, or the next leaf of the doubling.
     trial_step = search.step_size * 2.0 ** search.direction.astype(search.step_size.dtype)
-    trial_r = _vmap(jnp.multiply, adapt.mass_matrix_sqrt, normals[0])
+    trial_r = _by_coordinate(jnp.multiply, adapt.mass_matrix_sqrt, normals[0])
     start = _select(searching, state.position._replace(r=trial_r), doubling.edge)
     signed_step = jnp.where(doubling.going_right, adapt.step_size, -adapt.step_size)
     step_size = jnp.where(searching, trial_step, signed_step)
@@ -444,7 +457,7 @@ def _advance(
     accept = jnp.minimum(jnp.exp(-delta), 1.0)
     first = doubling.leaves == 0
     take_leaf = first | (uniforms[0] < jax.nn.sigmoid(leaf_weight - doubling.log_weight))
-    d_r_sum = _vmap(lambda s, r: jnp.where(first, r, s + r), doubling.r_sum, leaf.r)
+    d_r_sum = _by_coordinate(lambda s, r: jnp.where(first, r, s + r), doubling.r_sum, leaf.r)
     low, high = _checkpoint_range(doubling.leaves)
     even = doubling.leaves % 2 == 0
     r_checkpoints, r_sum_checkpoints, d_turning = [], [], jnp.zeros_like(first)
@@ -454,7 +467,7 @@ def _advance(
         write = even & (index == high)
         r_checkpoint = _select(write, leaf.r, r_old)
         r_sum_checkpoint = _select(write, d_r_sum, r_sum_old)
-        sub_sum = _vmap(lambda a, b, c: a - b + c, d_r_sum, r_sum_checkpoint, r_checkpoint)
+        sub_sum = _by_coordinate(lambda a, b, c: a - b + c, d_r_sum, r_sum_checkpoint, r_checkpoint)
         sub_turning = _is_turning(inverse_mass, r_checkpoint, leaf.r, sub_sum)
         d_turning = d_turning | (sub_turning & (index >= low) & (index <= high))
         r_checkpoints.append(r_checkpoint)
@@ -475,7 +488,7 @@ def _advance(
     # A finished doubling joins the trajectory: biased progressive sampling.
     left = _select(doubling.going_right, trajectory.left, leaf)
     right = _select(doubling.going_right, leaf, trajectory.right)
-    r_sum = _vmap(jnp.add, trajectory.r_sum, grown.r_sum)
+    r_sum = _by_coordinate(jnp.add, trajectory.r_sum, grown.r_sum)
     move = jnp.where(
         d_turning | diverging,
         0.0,
@@ -508,7 +521,7 @@ def _advance(
 
     def update():
         accept_prob = merged.accept_sum / merged.leaves
-        return adapt_after(
+        return update_adaptation(
             sampler.warmup, sampler.target_accept, state.transition, accept_prob, chosen.z, adapt
         )
 
@@ -540,7 +553,7 @@ def _advance(
         (begin, finished, window_end, position, adapt), running, sampler
     )
     doubling_done = doubling_done & active
-    r = _vmap(jnp.multiply, adapt.mass_matrix_sqrt, normals[1])
+    r = _by_coordinate(jnp.multiply, adapt.mass_matrix_sqrt, normals[1])
     fresh = _start_trajectory(position, r, adapt.inverse_mass_matrix)
     next_trajectory = _select(begin, fresh, _select(doubling_done, merged, trajectory))
     going_right = uniforms[2] < 0.5

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.hmc_util import IntegratorState, warmup_adapter
 
-from kernels.adaptation import adapt, start_adaptation
+from kernels.adaptation import start_adaptation, update_adaptation
 
 
 def test_every_update_of_a_warm_up_equals_numpyros():
@@ -22,7 +22,7 @@ def test_every_update_of_a_warm_up_equals_numpyros():
     init, update = warmup_adapter(warmup, target_accept_prob=target, dense_mass=False)
     # Both compiled, as the sampler runs them (XLA and eager op-by-op runs may round apart).
     update = jax.jit(update)
-    ours_update = jax.jit(lambda t, a, z, state: adapt(warmup, target, t, a, z, state))
+    ours_update = jax.jit(lambda t, a, z, state: update_adaptation(warmup, target, t, a, z, state))
     z0 = jnp.asarray(points[0])
     theirs = init(IntegratorState(z0, None, None, None), jax.random.PRNGKey(0), step_size=1.0)
     theirs = theirs._replace(rng_key=None)
