@@ -38,6 +38,7 @@ from kernels.stepwise import (
     ChainOutputs,
     _initial_lanes,
     _make_sampler,
+    _raw_keys,
     _running,
     _step_all,
 )
@@ -111,8 +112,7 @@ def run_blocks(
         warmup_max_tree_depth,
         record_steps,
     )._replace(conditionals=False, unroll=1)
-    if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
-        keys = jax.random.key_data(keys)
+    keys = _raw_keys(keys)
     padded = -(-size // block) * block
     pad = lambda x: jnp.concatenate([x, jnp.repeat(x[:1], padded - size, axis=0)])  # noqa: E731
     valid = jnp.arange(padded) < (size if n_valid is None else jnp.minimum(n_valid, size))

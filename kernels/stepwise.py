@@ -631,10 +631,16 @@ def _step_all(state: StepwiseState, model_args, sampler: _Sampler) -> tuple[Step
     )(state, model_args, _running(state), warming)
 
 
+def _raw_keys(keys: Array) -> Array:
+    """``(L, 2)`` uint32 words of ``keys``, typed ``(L,)`` or already raw."""
+    if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(keys)
+    return keys
+
+
 def _initial_states(keys: Array, z: Array, model_args, sampler: _Sampler) -> StepwiseState:
     """States of L lanes: ``keys`` ``(L,)`` typed or ``(L, 2)`` raw, ``z`` ``(L, d)`` positions."""
-    if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
-        keys = jax.random.key_data(keys)
+    keys = _raw_keys(keys)
     words = (keys[:, 0], keys[:, 1])
     coordinates = tuple(z[:, j] for j in range(z.shape[-1]))
     return _initial_lanes(words, coordinates, model_args, sampler)

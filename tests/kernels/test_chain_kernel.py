@@ -16,7 +16,7 @@ import pytest
 from kernels.chain_kernel import run_blocks
 from kernels.nuts import _centres, _potential_fn_gen, initial_position
 from kernels.stepwise import run_queue
-from tests.kernels.helpers import counts
+from tests.kernels.helpers import full_model_lanes
 from tests.kernels.test_stepwise import gaussian
 
 
@@ -46,33 +46,17 @@ def test_the_kernel_runs_the_leapfrog_loops_chains_in_blocks():
     assert not np.asarray(kernel.alpha)[37:].any() and np.asarray(kernel.leapfrogs)[:37].all()
 
 
-def lanes(n: int, seed: int):
-    r = np.random.default_rng(seed)
-    n_phi = r.integers(20, 200, n).astype(float)
-    n_pos = r.binomial(n_phi.astype(int), 0.6).astype(float)
-    n_m = r.integers(1000, 100_000, n).astype(float)
-    return counts(
-        n_pos=n_pos,
-        n_phi=n_phi,
-        n_tp=r.binomial(n_pos.astype(int), 0.8),
-        n_pos_paired=n_pos,
-        n_tn=r.binomial((n_phi - n_pos).astype(int), 0.7),
-        n_neg_paired=n_phi - n_pos,
-        m_pos=r.binomial(n_m.astype(int), 0.55),
-        n_m=n_m,
-    )
-
-
 @pytest.mark.parametrize("ridge", [False, True])
 def test_the_kernel_lowers_to_triton_for_a_gpu(ridge):
-    c = jax.tree.map(jnp.asarray, lanes(64, seed=1))
-    keys = jax.random.split(jax.random.key(0), 64)
+    c = jax.tree.map(jnp.asarray, full_model_lanes(80, seed=1))
+    n = len(c.n_m)
+    keys = jax.random.split(jax.random.key(0), n)
     z = jax.vmap(lambda k, c: initial_position(k, c, 3, ridge))(keys, c)
     args = (c, _centres(c, ridge))
 
     def kernel(keys, z, args):
         gen = lambda c, centres: _potential_fn_gen(c, ridge, centres)  # noqa: E731
-        return run_blocks(keys, z, gen, args, 500, 1000, n_valid=60, interpret=False)
+        return run_blocks(keys, z, gen, args, 500, 1000, n_valid=n - 4, interpret=False)
 
     # Triton's lowering computes a libdevice function of a weakly typed float64
     # operand in float32 (and says nothing where the result is then widened).
