@@ -481,6 +481,7 @@ def _advance(
         d_turning = d_turning | (sub_turning & (index >= low) & (index <= high))
         r_checkpoints.append(r_checkpoint)
         r_sum_checkpoints.append(r_sum_checkpoint)
+    # Stored once: each select of the two proposals below would compute them again.
     take_leaf, d_turning = _materialized((take_leaf, d_turning), running, sampler)
     grown = Doubling(
         going_right=doubling.going_right,
