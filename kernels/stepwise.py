@@ -394,7 +394,7 @@ def _materialized(tree, running: Array, sampler: _Sampler):
     flag (ten checkpoints' criteria) was computed again in each of the ten
     selects of the proposal, the step's key (a Threefry block) in each of
     its 2·dim + 3 values, and a refilled chain's gradient in each copy of
-    its point; stored once (0.22.0), NUTS on CPU ran 1.25–1.3 times as fast,
+    its point; stored once (0.22.0), NUTS on CPU ran 1.2–1.3 times as fast,
     its numbers the same bits. A conditional is a boundary XLA does not
     fuse across (an optimization barrier is not: around a refilled chain's
     gradient it left the six copies in XLA's program). ``running`` is True
