@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from numpyro.infer.hmc_util import build_adaptation_schedule
 
 Array = jax.Array
+#: A point's coordinates (position, momentum, gradient, mass matrix): one array each.
 Vector = tuple[Array, ...]
 
 __all__ = [

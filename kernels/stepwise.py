@@ -59,6 +59,7 @@ from numpyro.infer.hmc_util import IntegratorState
 
 from kernels.adaptation import (
     Adaptation,
+    Vector,
     restart_step_size,
     start_adaptation,
     update_adaptation,
@@ -67,8 +68,6 @@ from kernels.adaptation import (
 from kernels.threefry import fold_in, uniform_words
 
 Array = jax.Array
-#: A point's coordinates (position, momentum, gradient, mass matrix): one array each.
-Vector = tuple[Array, ...]
 
 __all__ = [
     "ChainOutputs",
