@@ -26,20 +26,19 @@ from tests.kernels.helpers import (
     design,
     exact_summaries,
     full_model_lanes,
+    per_lane,
     published_counts,
     published_table,
 )
 
 
 def _fast(c, ridge):
-    fn = jax.jit(jax.vmap(lambda x: laplace_summary(x, ridge)))
-    s, ok = fn(c)
-    return np.stack([np.asarray(v) for v in s], axis=1), np.asarray(ok)
+    s, ok = per_lane(laplace_summary, c, bool(ridge))
+    return np.stack(s, axis=1), ok
 
 
 def _nested(c):
-    fn = jax.jit(jax.vmap(lambda x: posterior_summary(x, "full")))
-    return np.stack([np.asarray(v) for v in fn(c)], axis=1)
+    return np.stack(per_lane(posterior_summary, c, "full"), axis=1)
 
 
 def _fast_in_its_coordinates(c):
@@ -204,9 +203,8 @@ def alpha_t_lanes() -> AlphaTLanes:
     c = jax.tree.map(lambda *x: np.concatenate([np.asarray(v) for v in x]), *parts)
     sizes = [len(np.asarray(part.n_m)) for part in parts]
     label = np.repeat(np.arange(3), sizes)
-    s, ok = jax.jit(jax.vmap(lambda x: alpha_t_summary(x)))(c)
-    fits = np.stack([np.asarray(v) for v in s], axis=1)
-    return AlphaTLanes(c, fits, np.asarray(ok), _nested(c), label == 0, label == 1)
+    s, ok = per_lane(alpha_t_summary, c)
+    return AlphaTLanes(c, np.stack(s, axis=1), ok, _nested(c), label == 0, label == 1)
 
 
 def test_alpha_t_rule_is_trusted_only_where_it_is_right(alpha_t_lanes):

@@ -21,6 +21,7 @@ from tests.kernels.helpers import (
     exact_summaries,
     full_model_lanes,
     mixture_posterior,
+    per_lane,
     published_counts,
     published_eps,
     published_table,
@@ -28,9 +29,7 @@ from tests.kernels.helpers import (
 
 
 def summarize(c, kind, rule=QuadratureRule(), level=0.95):
-    return jax.tree.map(
-        np.asarray, jax.jit(jax.vmap(lambda x: posterior_summary(x, kind, level, rule)))(c)
-    )
+    return per_lane(posterior_summary, c, kind, level, rule)
 
 
 def test_beta_kind_is_the_beta_posterior():
@@ -236,8 +235,7 @@ def test_exact_paired_rule_on_lanes_with_few_paired_ratings():
         n_m=n_m,
     )
     assert paired_rule_is_exact(c).all()
-    fn = jax.jit(jax.vmap(lambda x: posterior_summary(x, "full", exact_paired=True)))
-    fast = np.stack([np.asarray(v) for v in fn(c)], axis=1)
+    fast = np.stack(per_lane(posterior_summary, c, "full", exact_paired=True), axis=1)
     default = summarize(c, "full")
     default = np.stack([default.mean, default.sd, default.ci_low, default.ci_high], axis=1)
     exact = exact_summaries(c, 0.95)
@@ -268,9 +266,8 @@ def test_hermite_t_rule_is_trusted_only_where_it_is_right():
         n_m=[12, 3],
     )
     c = jax.tree.map(lambda x, y: np.concatenate([x, y]), drawn, edges)
-    fn = jax.jit(jax.vmap(lambda x: hermite_t_summary(x)))
-    s, ok = fn(c)
-    ours, ok = np.stack([np.asarray(v) for v in s], axis=1), np.asarray(ok)
+    s, ok = per_lane(hermite_t_summary, c)
+    ours = np.stack(s, axis=1)
     default = summarize(c, "full")
     default = np.stack([default.mean, default.sd, default.ci_low, default.ci_high], axis=1)
     small = np.asarray(c.n_m) <= 1500

@@ -9,7 +9,7 @@ import pytest
 from kernels.counts import draw_counts
 from kernels.quadrature import hermite_t_allows, paired_rule_is_exact
 from kernels.t_outer import TOuterRule, t_outer_summary
-from tests.kernels.helpers import counts, design, exact_summaries, full_model_lanes
+from tests.kernels.helpers import counts, design, exact_summaries, full_model_lanes, per_lane
 
 
 class TOuterLanes(NamedTuple):
@@ -47,8 +47,8 @@ def _legacy_lanes(b: int, seed: int):
 
 def _fit(c, rule: TOuterRule = TOuterRule()) -> tuple[np.ndarray, np.ndarray]:
     """``(B, 4)`` summaries (mean, SD, interval ends) and ``(B,)`` trust flags, in one batch."""
-    s, ok = jax.jit(jax.vmap(lambda x: t_outer_summary(x, rule=rule)))(c)
-    return np.stack([np.asarray(v) for v in s], axis=1), np.asarray(ok)
+    s, ok = per_lane(t_outer_summary, c, rule=rule)
+    return np.stack(s, axis=1), ok
 
 
 def _ten_ratings(m_pos, n_m):
