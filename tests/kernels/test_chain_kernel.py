@@ -68,12 +68,20 @@ def test_the_kernel_lowers_to_triton_for_a_gpu(ridge):
         if v.aval.weak_type and v.aval.dtype == jnp.float64
     )
     assert not weak, weak
-    exported = jax.export.export(
-        jax.jit(kernel),
-        platforms=["cuda"],
-        # Triton's custom call carries no compatibility promise across jaxlib versions.
-        disabled_checks=[jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")],
-    )(keys, z, args)
+    # Lowered for an H100 named as an abstract device: JAX 0.11 asks the
+    # device it lowers for which GPU it is, and this machine has none.
+    h100 = jax.sharding.AbstractDevice(
+        device_kind="NVIDIA H100 80GB HBM3", num_cores=None, platform="gpu"
+    )
+    with jax.sharding.use_abstract_mesh(
+        jax.sharding.AbstractMesh((1,), ("x",), abstract_device=h100)
+    ):
+        exported = jax.export.export(
+            jax.jit(kernel),
+            platforms=["cuda"],
+            # Triton's custom call carries no compatibility promise across jaxlib versions.
+            disabled_checks=[jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")],
+        )(keys, z, args)
     assert exported.mlir_module().count("xla.gpu.triton") == 1
 
 
