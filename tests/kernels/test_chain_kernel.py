@@ -68,8 +68,9 @@ def test_the_kernel_lowers_to_triton_for_a_gpu(ridge):
         if v.aval.weak_type and v.aval.dtype == jnp.float64
     )
     assert not weak, weak
-    # Lowered for an H100 named as an abstract device: JAX 0.11 asks the
-    # device it lowers for which GPU it is, and this machine has none.
+    # For an H100 named by an abstract mesh: since JAX 0.11 Pallas's Triton
+    # lowering asks which GPU it lowers for (the mesh's, else the local
+    # device), and this machine has none.
     h100 = jax.sharding.AbstractDevice(
         device_kind="NVIDIA H100 80GB HBM3", num_cores=None, platform="gpu"
     )
