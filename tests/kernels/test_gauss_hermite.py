@@ -191,7 +191,6 @@ class AlphaTLanes(NamedTuple):
 
 @pytest.fixture(scope="module")
 def alpha_t_lanes() -> AlphaTLanes:
-    # All in one batch, so that each rule is compiled once.
     hundred = _hundred_ratings_lanes(48, seed=13)
     # Every paired rating agrees with the human one: the (ρ, η) density is not
     # zero at the corner (1, 1), so the integrand kinks at t = α.

@@ -46,7 +46,7 @@ def _legacy_lanes(b: int, seed: int):
 
 
 def _fit(c, rule: TOuterRule = TOuterRule()) -> tuple[np.ndarray, np.ndarray]:
-    """``(B, 4)`` summaries (mean, SD, interval ends) and ``(B,)`` trust flags, in one batch."""
+    """``(B, 4)`` summaries (mean, SD, interval ends) and ``(B,)`` trust flags."""
     s, ok = per_lane(t_outer_summary, c, rule=rule)
     return np.stack(s, axis=1), ok
 
@@ -78,7 +78,6 @@ def t_outer_lanes() -> TOuterLanes:
     parts = (legacy, drawn, empty)
     c = jax.tree.map(lambda *x: np.concatenate([np.asarray(v) for v in x]), *parts)
     label = np.repeat(np.arange(3), [len(np.asarray(p.n_m)) for p in parts])
-    # All in one batch, so that the rule is compiled once.
     fits, ok = _fit(c)
     kinked = ~np.asarray(hermite_t_allows(c), bool)
     return TOuterLanes(c, fits, ok, exact_summaries(c), label == 0, kinked)
