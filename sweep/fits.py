@@ -173,7 +173,14 @@ CPU_HERMITE_T_GROUP = 8
 #: of them for this rule, in chunks of 64) the driver ran at 0.76 times the
 #: speed it had without the rule, at 4096 lanes 1.17 times (ad hoc, one run);
 #: in groups of 16, 1.02 and 1.13 times (kernels-cpu-20261125-181944.json).
-CPU_ALPHA_T_GROUP = 16
+#: Since 0.23.0 groups of 4: on small batches its chunks hold a few lanes
+#: (3 of the benchmark's 100 lanes, in one chunk), and a group of 16 computes
+#: 16. The driver with two workers, medians of interleaved runs in one
+#: process: 6,552 against 5,728 posteriors/s on 100 lanes (40 runs each),
+#: 7,107 against 6,830 on 1000 (15), 9,806 against 9,756 on 4096 (7) and
+#: 9,940 against 10,045 on 16,384 (4); every lane's numbers bit for bit alike
+#: (ad hoc, 2026-11-26).
+CPU_ALPHA_T_GROUP = 4
 #: The same for :func:`kernels.t_outer.t_outer_summary` (the lanes' fits do
 #: not depend on it).
 CPU_T_OUTER_GROUP = 16
