@@ -42,6 +42,7 @@ t axis; the nested rule on the rest), without the rule with t outermost
 rules (0.8.0's two passes), and with the nested rule alone, with the
 share of full-model lanes each rule takes and the largest differences to
 the nested rule alone, each variant ``--quadrature-repeats`` times (3 by
+default) and more until its runs have taken ``--quadrature-seconds`` (2 by
 default; the rates are from the median run, every run is in
 ``quadrature_runs_s``); and once more
 with one worker, each compiled call timed alone, for each rule's cost a lane
@@ -59,7 +60,8 @@ Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--base
            [--lockstep 64]
            [--nuts-chunks 64 256 1024] [--quadrature-chunks 1024 16384]
            [--loops leapfrog transition] [--workers 1 2] [--quadrature-only | --nuts-only]
-           [--warm-up] [--quadrature-repeats 3] [--quadrature-variants all|driver]
+           [--warm-up] [--quadrature-repeats 3] [--quadrature-seconds 2]
+           [--quadrature-variants all|driver]
            [--rule-chunks RULE=LANES ...] [--middle-rules on|off] [--out DIR]
 """
 
@@ -152,6 +154,12 @@ def timed(fn):
 WARM_UP = False
 #: Timed runs of each quadrature variant (``--quadrature-repeats``); the median counts.
 QUADRATURE_REPEATS = 3
+#: ... and more, until they have taken this many seconds in all
+#: (``--quadrature-seconds``): a run of 10^2 lanes takes ~15 ms on the
+#: development CPU, and its first run after the compiling took 2–3 times as
+#: long as the next ones, so three runs' median swung by 1.7 times between
+#: runs of the script (2026-11-26).
+QUADRATURE_SECONDS = 2.0
 #: ``fit_lanes``' ``rule_chunks`` and ``middle_rules`` for every quadrature run
 #: (``--rule-chunks``, ``--middle-rules``).
 QUADRATURE_PLAN: dict = {}
@@ -182,10 +190,11 @@ def timed_fits(
     first: on an accelerator the first run of a program also loads it onto
     the device (seen on an H100: 10^3 quadrature lanes at 9.8k/s on a
     program's first run, 24.6k/s on a later one).
-    With ``runs`` (a list), the fits run len(runs) times, each timed into
-    it, and the time returned is the median (a run of 4096 lanes, under half
-    a second on the development CPU, came out up to 15 % apart from one run
-    to the next).
+    With ``runs`` (a list, emptied first), the fits run
+    :data:`QUADRATURE_REPEATS` times, and more until they have taken
+    :data:`QUADRATURE_SECONDS` in all, each timed into it, and the time
+    returned is the median (a run of 4096 lanes, under half a second on the
+    development CPU, came out up to 15 % apart from one run to the next).
     """
     plan = {
         "chunk_size": chunk,
@@ -215,19 +224,23 @@ def timed_fits(
             fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan)
 
     def fits():
-        out, seconds = timed(
+        return timed(
             lambda: fit_lanes(
                 counts, keys, method, nuts=settings, workers=workers, rules=rules, **plan
             )
         )
+
+    if runs is None:
+        out, seconds = fits()
         if LOG is not None:  # once the clock has stopped: the log's writing is not timed
             LOG.record(f"{label}: timed run", seconds)
         return out, seconds
-
-    if not runs:
-        return fits()
-    for k in range(len(runs)):
-        out, runs[k] = fits()
+    runs.clear()
+    while len(runs) < QUADRATURE_REPEATS or sum(runs) < QUADRATURE_SECONDS:
+        out, seconds = fits()
+        runs.append(seconds)
+    if LOG is not None:
+        LOG.record(f"{label}: {len(runs)} timed runs", sum(runs))
     return out, float(np.median(runs))
 
 
@@ -244,7 +257,7 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
     rules = np.full(n, "", dtype=object)
     names = ("without_t_outer", "without_alpha_t", "without_hermite_t", "nested")
-    runs = {name: [0.0] * QUADRATURE_REPEATS for name in ("driver", *(names if variants else ()))}
+    runs = {name: [] for name in ("driver", *(names if variants else ()))}
     driver, driver_s = timed_fits(
         counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
     )
@@ -539,7 +552,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
 
 
 def main(argv=None) -> None:
-    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_PLAN, LOG
+    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_SECONDS, QUADRATURE_PLAN, LOG
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
@@ -600,6 +613,12 @@ def main(argv=None) -> None:
         help="timed runs of each quadrature variant (the median counts)",
     )
     parser.add_argument(
+        "--quadrature-seconds",
+        type=float,
+        default=QUADRATURE_SECONDS,
+        help="and more runs, until they have taken this many seconds in all",
+    )
+    parser.add_argument(
         "--rule-chunks",
         nargs="*",
         default=[],
@@ -625,6 +644,9 @@ def main(argv=None) -> None:
     if args.quadrature_repeats < 1:
         parser.error("--quadrature-repeats: at least 1")
     QUADRATURE_REPEATS = args.quadrature_repeats
+    if not args.quadrature_seconds >= 0.0:
+        parser.error("--quadrature-seconds: 0 or more")
+    QUADRATURE_SECONDS = args.quadrature_seconds
     rule_chunks = {}
     for item in args.rule_chunks:
         rule, _, lanes_text = item.partition("=")

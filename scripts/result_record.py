@@ -12,15 +12,18 @@ from pathlib import Path
 
 
 def provenance(script: str, argv: list[str]) -> dict:
-    """Device, host, JAX and NumPyro versions, and the command that reruns ``script``."""
+    """Device, host, the package's, JAX's and NumPyro's versions, and the command that
+    reruns ``script``."""
     import jax
     import numpyro
 
+    import sweep
     from sweep.shards import device_name
 
     return {
         "device": device_name(),
         "host": platform.processor() or platform.machine(),
+        "binmetric_sweep": sweep.__version__,
         "jax": jax.__version__,
         "numpyro": numpyro.__version__,
         "command": f"python scripts/{script} " + " ".join(argv),

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from result_record import StageLog  # noqa: E402
+from result_record import StageLog, provenance  # noqa: E402
 
 
 def test_a_stage_log_rewrites_the_record_as_each_stage_ends(tmp_path, capsys):
@@ -28,3 +28,14 @@ def test_a_stage_log_rewrites_the_record_as_each_stage_ends(tmp_path, capsys):
     log.write()
     assert "partial" not in json.loads(log.path.read_text())
     assert [p.name for p in (tmp_path / "out").iterdir()] == [log.path.name]
+
+
+def test_the_provenance_names_the_package_version_and_the_command(monkeypatch):
+    import sweep
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    record = provenance("bench_kernels.py", ["--sizes", "100"])
+    # Runs of two versions are told apart by the record alone.
+    assert record["binmetric_sweep"] == sweep.__version__
+    assert record["command"] == "python scripts/bench_kernels.py --sizes 100"
+    assert {"device", "host", "jax", "numpyro"} <= record.keys() and "xla_flags" not in record
