@@ -157,8 +157,9 @@ QUADRATURE_REPEATS = 3
 #: ... and more, until they have taken this many seconds in all
 #: (``--quadrature-seconds``): a run of 10^2 lanes takes ~15 ms on the
 #: development CPU, and its first run after the compiling took 2–3 times as
-#: long as the next ones, so three runs' median swung by 1.7 times between
-#: runs of the script (2026-11-26).
+#: long as the next ones: three runs' medians of the same code were up to
+#: 1.6 times apart between runs of the script (2026-11-26; with 2 s of runs,
+#: 1.25 times, as fast as the machine itself drifts).
 QUADRATURE_SECONDS = 2.0
 #: ``fit_lanes``' ``rule_chunks`` and ``middle_rules`` for every quadrature run
 #: (``--rule-chunks``, ``--middle-rules``).
