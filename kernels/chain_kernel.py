@@ -8,7 +8,7 @@ waits for each iteration's condition: on an H100 an iteration of 16,384
 chains took 159 µs, 85 of them in kernels (benchmarks/GPU-NOTES.md). And the
 call runs until its slowest chain is done.
 
-Here the same step (:func:`kernels.stepwise._step_all`, the same function of
+Here the same step (:func:`kernels.stepwise.step_all`, the same function of
 each lane's state) runs inside one Pallas kernel: a program instance takes a
 block of ``block`` lanes, starts them, and loops over leapfrog steps until
 each of them is done, writing each kept draw straight to its row of the
@@ -36,11 +36,11 @@ import jax.numpy as jnp
 from kernels.stepwise import (
     DONE,
     ChainOutputs,
-    _initial_lanes,
-    _make_sampler,
-    _raw_keys,
-    _running,
-    _step_all,
+    any_running,
+    initial_lanes,
+    make_sampler,
+    raw_keys,
+    step_all,
 )
 
 Array = jax.Array
@@ -102,7 +102,7 @@ def run_blocks(
     if interpret is None:
         interpret = jax.default_backend() != "gpu"
     size, dim = z.shape
-    sampler = _make_sampler(
+    sampler = make_sampler(
         potential_fn_gen,
         dim,
         warmup,
@@ -112,7 +112,7 @@ def run_blocks(
         warmup_max_tree_depth,
         record_steps,
     )._replace(conditionals=False, unroll=1)
-    keys = _raw_keys(keys)
+    keys = raw_keys(keys)
     padded = -(-size // block) * block
     pad = lambda x: jnp.concatenate([x, jnp.repeat(x[:1], padded - size, axis=0)])  # noqa: E731
     valid = jnp.arange(padded) < (size if n_valid is None else jnp.minimum(n_valid, size))
@@ -133,19 +133,19 @@ def run_blocks(
         rows = pl.program_id(0) * block + jnp.arange(block)
         leaves = [r[...] != 0 if b else r[...] for r, b in zip(arg_refs, bools, strict=True)]
         args = jax.tree.unflatten(treedef, leaves)
-        state = _initial_lanes(
+        state = initial_lanes(
             (k0_ref[...], k1_ref[...]), tuple(r[...] for r in z_refs), args, sampler
         )
         state = state._replace(mode=jnp.where(valid_ref[...] != 0, state.mode, DONE))
 
         def step(state):
-            state, draw = _step_all(state, args, sampler)
+            state, draw = step_all(state, args, sampler)
             plgpu.store(alpha_ref.at[rows, draw.index], draw.alpha, mask=draw.kept)
             if record_steps:
                 plgpu.store(steps_ref.at[rows, draw.index], draw.leaves, mask=draw.kept)
             return state
 
-        state = jax.lax.while_loop(_running, step, state)
+        state = jax.lax.while_loop(any_running, step, state)
         totals = (state.divergences, state.depth_sum, state.steps, state.leapfrogs)
         for ref, value in zip(total_refs, totals, strict=True):
             ref[...] = value

@@ -78,6 +78,14 @@ __all__ = [
     "Trajectory",
     "run_lanes",
     "run_queue",
+    # The step itself, for runners of its own (kernels.chain_kernel).
+    "DONE",
+    "Sampler",
+    "make_sampler",
+    "initial_lanes",
+    "step_all",
+    "any_running",
+    "raw_keys",
 ]
 
 #: Lane modes: searching for a step size, building a trajectory, finished.
@@ -310,8 +318,13 @@ def _start_doubling(trajectory: Trajectory, going_right: Array, max_depth: int) 
     )
 
 
-class _Sampler(NamedTuple):
-    """The static parts of a run: functions and settings closed over by the loop."""
+class Sampler(NamedTuple):
+    """The static parts of a run: the functions and settings a step closes over.
+
+    Built by :func:`make_sampler`; a runner (:func:`run_lanes`,
+    :func:`run_queue`, :func:`kernels.chain_kernel.run_blocks`) passes it to
+    :func:`initial_lanes` and :func:`step_all`. Hashable, and never traced.
+    """
 
     potential_fn_gen: object
     dim: int
@@ -329,7 +342,7 @@ class _Sampler(NamedTuple):
 
 
 def _initial_state(
-    key: tuple[Array, Array], z: Vector, model_args, sampler: _Sampler
+    key: tuple[Array, Array], z: Vector, model_args, sampler: Sampler
 ) -> StepwiseState:
     """A lane's state before its first step: ``key`` its two words, ``z`` its coordinates."""
     # jax.random.split(key)[1], as NumPyro's adapter took the first half for itself.
@@ -377,7 +390,7 @@ def _step_randomness(
     return (tuple(normals[:dim]), tuple(normals[dim:])), tuple(u[2 * dim :])
 
 
-def _materialized(tree, running: Array, sampler: _Sampler):
+def _materialized(tree, running: Array, sampler: Sampler):
     """``tree``, computed once and stored, where ``sampler.conditionals``.
 
     XLA on CPU fuses a chain of cheap elementwise operations into every
@@ -406,7 +419,7 @@ def _materialized(tree, running: Array, sampler: _Sampler):
 
 
 def _advance(
-    state: StepwiseState, model_args, sampler: _Sampler, running: Array, warming: Array
+    state: StepwiseState, model_args, sampler: Sampler, running: Array, warming: Array
 ) -> tuple[StepwiseState, Draw]:
     """One leapfrog step of one lane, and whatever ends or begins with it; the draw to keep.
 
@@ -595,7 +608,7 @@ def _advance(
     ), draw
 
 
-def _make_sampler(
+def make_sampler(
     potential_fn_gen,
     dim: int,
     warmup: int,
@@ -605,13 +618,18 @@ def _make_sampler(
     warmup_max_tree_depth: int,
     record_steps: bool,
     unroll: int | None = None,
-) -> _Sampler:
+) -> Sampler:
+    """A :class:`Sampler` for JAX's default backend (arguments as in :func:`run_lanes`).
+
+    ``dim``: coordinates of a position; ``unroll``: its
+    ``leapfrogs_per_iteration``. Raises ValueError for an ``unroll`` below 1.
+    """
     on_cpu = jax.default_backend() == "cpu"
     if unroll is None:
         unroll = 1 if on_cpu else LEAPFROGS_PER_ITERATION
     if int(unroll) < 1:
         raise ValueError(f"leapfrogs_per_iteration must be at least 1, got {unroll}")
-    return _Sampler(
+    return Sampler(
         potential_fn_gen,
         int(dim),
         int(warmup),
@@ -625,39 +643,50 @@ def _make_sampler(
     )
 
 
-def _running(state: StepwiseState) -> Array:
+def any_running(state: StepwiseState) -> Array:
     """Whether any lane is not done (a minimum, not ``jnp.any``: Pallas lowers it)."""
     return jnp.min(state.mode) != DONE
 
 
-def _step_all(state: StepwiseState, model_args, sampler: _Sampler) -> tuple[StepwiseState, Draw]:
-    """One leapfrog step of every lane of a batch (leading ``(L,)`` axes)."""
+def step_all(state: StepwiseState, model_args, sampler: Sampler) -> tuple[StepwiseState, Draw]:
+    """One leapfrog step of every lane of a batch: its states, and the draws it made.
+
+    ``state`` and ``model_args`` have leading ``(L,)`` axes. A lane that ends a
+    transition draws (:class:`Draw`; ``kept`` where it is past warm-up) and
+    begins the next in the same step; a done lane stays as it is. Each lane's
+    result depends on its own state and arguments alone.
+    """
     # Whether any lane still runs a warm-up transition.
     sampling = jnp.where(state.mode != DONE, state.transition, sampler.warmup)
     warming = jnp.min(sampling) < sampler.warmup
     return jax.vmap(
         lambda s, a, running, warming: _advance(s, a, sampler, running, warming),
         in_axes=(0, 0, None, None),
-    )(state, model_args, _running(state), warming)
+    )(state, model_args, any_running(state), warming)
 
 
-def _raw_keys(keys: Array) -> Array:
+def raw_keys(keys: Array) -> Array:
     """``(L, 2)`` uint32 words of ``keys``, typed ``(L,)`` or already raw."""
     if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(keys)
     return keys
 
 
-def _initial_states(keys: Array, z: Array, model_args, sampler: _Sampler) -> StepwiseState:
+def _initial_states(keys: Array, z: Array, model_args, sampler: Sampler) -> StepwiseState:
     """States of L lanes: ``keys`` ``(L,)`` typed or ``(L, 2)`` raw, ``z`` ``(L, d)`` positions."""
-    keys = _raw_keys(keys)
+    keys = raw_keys(keys)
     words = (keys[:, 0], keys[:, 1])
     coordinates = tuple(z[:, j] for j in range(z.shape[-1]))
-    return _initial_lanes(words, coordinates, model_args, sampler)
+    return initial_lanes(words, coordinates, model_args, sampler)
 
 
-def _initial_lanes(words, coordinates: Vector, model_args, sampler: _Sampler) -> StepwiseState:
-    """:func:`_initial_states` from each key's two words and each coordinate, all ``(L,)``."""
+def initial_lanes(words, coordinates: Vector, model_args, sampler: Sampler) -> StepwiseState:
+    """States of L lanes before their first step.
+
+    ``words``: each key's two uint32 words (:func:`raw_keys`' columns);
+    ``coordinates``: each coordinate of the starting positions; both ``(L,)``
+    arrays, as are ``model_args``' leaves.
+    """
     start = jax.vmap(lambda k, x, a: _initial_state(k, x, a, sampler))
     return start(words, coordinates, model_args)
 
@@ -679,7 +708,7 @@ class _Totals(NamedTuple):
     leapfrogs: Array
 
 
-def _empty(size: int, sampler: _Sampler, dtype) -> tuple[_Draws, _Totals]:
+def _empty(size: int, sampler: Sampler, dtype) -> tuple[_Draws, _Totals]:
     recorded = sampler.samples if sampler.record_steps else 0
     zeros = jnp.zeros((size,), jnp.int32)
     return (
@@ -701,7 +730,7 @@ def _total(totals: _Totals, rows: Array, state: StepwiseState) -> _Totals:
     return jax.tree.map(lambda t, v: t.at[rows].set(v, mode="drop"), totals, counts)
 
 
-def _outputs(draws: _Draws, totals: _Totals, sampler: _Sampler) -> ChainOutputs:
+def _outputs(draws: _Draws, totals: _Totals, sampler: Sampler) -> ChainOutputs:
     return ChainOutputs(
         draws.alpha,
         totals.divergences,
@@ -749,7 +778,7 @@ def run_lanes(
         batched: ``alpha`` ``(L, samples)`` holds sigmoid(z[0]) of every kept
         transition; ``divergences``, ``depth_sum`` and ``steps`` count over them.
     """
-    sampler = _make_sampler(
+    sampler = make_sampler(
         potential_fn_gen,
         z.shape[-1],
         warmup,
@@ -764,7 +793,7 @@ def run_lanes(
 
 
 def _run_all(
-    keys: Array, z: Array, model_args, sampler: _Sampler, n_valid=None
+    keys: Array, z: Array, model_args, sampler: Sampler, n_valid=None
 ) -> tuple[StepwiseState, ChainOutputs]:
     """:func:`run_lanes`, running only the first ``n_valid`` lanes (all if None)."""
     size = keys.shape[0]
@@ -774,11 +803,11 @@ def _run_all(
         state = state._replace(mode=jnp.where(rows < n_valid, state.mode, DONE))
     draws, totals = _empty(size, sampler, z.dtype)
 
-    def step_all(state):
-        return _step_all(state, model_args, sampler)
+    def step_batch(state):
+        return step_all(state, model_args, sampler)
 
     def idle(state):  # every lane done: nothing moves, nothing is kept
-        _, draw = jax.eval_shape(step_all, state)
+        _, draw = jax.eval_shape(step_batch, state)
         return state, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), draw)
 
     def step(carry):
@@ -787,13 +816,13 @@ def _run_all(
             # A step with every lane done would see its materialized values
             # (_materialized) as zeros; on CPU a later unrolled step is skipped then.
             if i and sampler.conditionals:
-                state, draw = jax.lax.cond(_running(state), step_all, idle, state)
+                state, draw = jax.lax.cond(any_running(state), step_batch, idle, state)
             else:
-                state, draw = step_all(state)
+                state, draw = step_batch(state)
             draws = _keep(draws, rows, draw)
         return state, draws
 
-    state, draws = jax.lax.while_loop(lambda c: _running(c[0]), step, (state, draws))
+    state, draws = jax.lax.while_loop(lambda c: any_running(c[0]), step, (state, draws))
     return state, _outputs(draws, _total(totals, rows, state), sampler)
 
 
@@ -879,7 +908,7 @@ def run_queue(
         :class:`ChainOutputs` ``(L, …)`` in queue order.
     """
     size = keys.shape[0]
-    sampler = _make_sampler(
+    sampler = make_sampler(
         potential_fn_gen,
         z.shape[-1],
         warmup,
@@ -935,14 +964,14 @@ def run_queue(
 
         def step(c):
             i, state, draws = c
-            state, draw = _step_all(state, q.model_args, sampler)
+            state, draw = step_all(state, q.model_args, sampler)
             return i + 1, state, _keep(draws, q.chain, draw)
 
         if refill_every == 1:
             _, state, draws = step((0, q.state, draws))
         else:
             _, state, draws = jax.lax.while_loop(
-                lambda c: (c[0] < refill_every) & _running(c[1]), step, (0, q.state, draws)
+                lambda c: (c[0] < refill_every) & any_running(c[1]), step, (0, q.state, draws)
             )
         q = q._replace(state=state)
         # The draws stay out of the conditional, which would copy them.
@@ -953,7 +982,7 @@ def run_queue(
 
     def pending(carry) -> Array:
         q = carry[0]
-        return _running(q.state) | jnp.any(q.chain < size)
+        return any_running(q.state) | jnp.any(q.chain < size)
 
     queue, draws = jax.lax.while_loop(pending, advance, (queue, draws))
     return _outputs(draws, queue.totals, sampler)
