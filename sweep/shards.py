@@ -24,7 +24,7 @@ from kernels.nuts import NUTSSettings
 from kernels.summaries import FitResults, summarize_configurations
 from sweep.config import SweepSpec
 from sweep.fits import fit_lanes, lane_counts, lane_keys
-from sweep.grid import id_words
+from sweep.grid import CONFIG_COLUMNS, id_words
 
 __all__ = [
     "Shard",
@@ -56,16 +56,7 @@ FIT_COLUMNS = (
     "finite",
 )
 SURFACE_COLUMNS = (
-    "config_id",
-    "alpha",
-    "rho",
-    "eta",
-    "n_phi",
-    "n_rho_eta",
-    "rho_eta_known",
-    "shared_paired",
-    "psi",
-    "n_m",
+    *CONFIG_COLUMNS,
     "counts",
     "method",
     "replicates",
