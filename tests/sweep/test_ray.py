@@ -26,29 +26,17 @@ import pytest
 
 import sweep
 
+from .helpers import tiny
+
 ray = pytest.importorskip("ray")
 from jax.experimental.compilation_cache import compilation_cache  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402 - only once Ray is known to be installed
 
 pytestmark = pytest.mark.slow
 
-#: 2 × 2 × 2 × 2 = 16 configurations in shards of 3: six shards, the last one of one.
-SWEEP = {
-    "name": "ray-test",
-    "counts": "sampled",
-    "replicates": 3,
-    "seed": 11,
-    "method": "quadrature",
-    "gamma": [0.05, 0.1],
-    "grid": {
-        "alpha": [0.3, 0.6],
-        "rho": [0.7, 0.9],
-        "eta": "rho",
-        "n_phi": [0, 100],
-        "n_m": [0, 1000],
-    },
-    "shard_size": 3,
-}
+#: The tiny sweep (2 × 2 × 2 × 2 = 16 configurations) in shards of 3: six shards, the last
+#: one of one.
+SWEEP = tiny(name="ray-test", gamma=[0.05, 0.1])
 SHARDS = 6
 
 
