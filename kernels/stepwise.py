@@ -323,7 +323,8 @@ class Sampler(NamedTuple):
 
     Built by :func:`make_sampler`; a runner (:func:`run_lanes`,
     :func:`run_queue`, :func:`kernels.chain_kernel.run_blocks`) passes it to
-    :func:`initial_lanes` and :func:`step_all`. Hashable, and never traced.
+    :func:`initial_lanes` and :func:`step_all`, which close over it: its
+    fields are Python values, never traced.
     """
 
     potential_fn_gen: object
@@ -651,10 +652,11 @@ def any_running(state: StepwiseState) -> Array:
 def step_all(state: StepwiseState, model_args, sampler: Sampler) -> tuple[StepwiseState, Draw]:
     """One leapfrog step of every lane of a batch: its states, and the draws it made.
 
-    ``state`` and ``model_args`` have leading ``(L,)`` axes. A lane that ends a
-    transition draws (:class:`Draw`; ``kept`` where it is past warm-up) and
-    begins the next in the same step; a done lane stays as it is. Each lane's
-    result depends on its own state and arguments alone.
+    ``state`` and ``model_args`` have leading ``(L,)`` axes. A lane whose
+    transition ends at this step begins the next in the same step, and its
+    :class:`Draw` is ``kept`` where that transition was past warm-up; a done
+    lane stays as it is. Each lane's result depends on its own state and
+    arguments alone.
     """
     # Whether any lane still runs a warm-up transition.
     sampling = jnp.where(state.mode != DONE, state.transition, sampler.warmup)
