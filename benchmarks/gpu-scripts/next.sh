@@ -17,4 +17,11 @@ step "the chain kernel at the issue's 10^5 fits (calls of 4096 fits: the program
 timeout $(left 400) python3 $N --sizes 100000 --loops kernel 2>&1 | grep -v "^ "
 step "the chain kernel against quadrature on the test's 212 lanes and 112 published cells (the issue's bounds)"
 timeout $(left 590) python3 scripts/nuts_agreement.py --loop kernel --out $R 2>&1 | tail -25
+# If a step above stopped early (the kernel failing to compile, say), the time left goes
+# to next-quadrature.sh's first step; its JSON is rewritten after each variant.
+if [ "$(left 590)" -gt 150 ]; then
+  step "quadrature 10^5 with the time left: the middle rules against the default plan"
+  timeout $(left 590) python3 scripts/bench_kernels.py --sizes 100000 --quadrature-only --out $R \
+    --quadrature-variants all --middle-rules on 2>&1 | grep -v "^ "
+fi
 finish
