@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared for the next lease (not yet run); about 10 minutes, parts in order of worth.
+# 2026-11-27, the first call of the lease (511 s on a fresh H100; as prepared, "next.sh"):
 # Carry .whl/ (pydantic's wheels and flatbuffers') and this script with lease.sh in
 # .gpu/; run it with the device tool's timeout_s at 600. Since 0.21.0 NUTS can run
 # whole chains in one Pallas kernel per block of 32 lanes (loop "kernel",
