@@ -5,11 +5,11 @@ The Python API is :func:`run`, :func:`status`, :func:`load_surface`,
 ``from sweep.plan import ...``); ``sweep`` on the command line is a thin layer over them.
 """
 
-__version__ = "0.23.0"
+__version__ = "0.24.0"
 #: The version whose kernels or chunking last changed a fit's numbers. A sweep
 #: directory resumes under any version with the same numbers; one written
 #: before 0.17.0 counts its own version as its numbers'.
-NUMBERS_VERSION = "0.21.0"
+NUMBERS_VERSION = "0.24.0"
 
 from sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status  # noqa: E402
 from sweep.errors import SweepError  # noqa: E402

@@ -60,7 +60,7 @@ class SamplerSettings(_Strict):
     max_tree_depth: int = Field(10, ge=1, le=15)
     warmup_max_tree_depth: int = Field(6, ge=1, le=15)
     dense_mass: bool = False
-    loop: Literal["leapfrog", "transition", "kernel"] = "leapfrog"
+    loop: Literal["auto", "leapfrog", "transition", "kernel"] = "auto"
 
 
 AxisSpec = tuple[float, ...] | str

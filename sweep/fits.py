@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from types import MappingProxyType
 from typing import Literal, NamedTuple
 
 import jax
@@ -44,6 +45,7 @@ from kernels.gauss_hermite import (
 from kernels.logdensity import position_size
 from kernels.nuts import (
     NUTSSettings,
+    resolve_loop,
     runs_leapfrog_loop,
     sample_fits,
     sampler_key,
@@ -73,6 +75,7 @@ __all__ = [
     "CPU_FEW_SLOTS_CALL_CHAINS",
     "CPU_NUTS_QUEUE",
     "ACCELERATOR_QUADRATURE_CHUNK",
+    "ACCELERATOR_RULE_CHUNKS",
     "CPU_QUADRATURE_CHUNK",
     "CPU_NESTED_GROUP",
     "CPU_EXACT_PAIRED_GROUP",
@@ -134,6 +137,16 @@ CPU_QUADRATURE_CHUNK = 64
 #: chunks of 1024, 38,000 of 8192 and 46,000 of 32,768; chunks of 32,768 at
 #: 10^5 lanes asked for 68 GiB (kernels-gpu-20261125-094716.json).
 ACCELERATOR_QUADRATURE_CHUNK = 1024
+#: Elsewhere (an accelerator) the rules whose chunks hold more lanes than
+#: :data:`ACCELERATOR_QUADRATURE_CHUNK`. On an H100 a Gauss–Hermite call cost
+#: about the same whatever its lanes: 6.5 ms a call of 1024 lanes, 5.3 ms of
+#: 16,384. On 10^5 of the benchmark's lanes the driver ran at 389,010
+#: posteriors/s with its chunks of 16,384 against 131,057 with 1024 (the
+#: same warm machine, medians of three and eight runs;
+#: benchmarks/results/kernels-gpu-20261127-031144.json, -031014.json's
+#: ``without_hermite_t``). Each chunk is padded to its size, however few lanes
+#: its group has, and a lane it rejects goes on in the nested rule's chunks.
+ACCELERATOR_RULE_CHUNKS: Mapping[str, int] = MappingProxyType({"gauss_hermite": 16384})
 #: On CPU the nested rule runs a chunk's lanes this many at a time
 #: (:func:`_in_groups`: a loop over groups, each vmapped) rather than all at once: a
 #: lane's α × t × s nodes are ~200,000, and 64 lanes' worth of each
@@ -221,7 +234,8 @@ def default_chunk_size(method: Method, chains: int = 4, backend: str | None = No
     has (the padding is never run); what a lane's draws depend on is the
     slots (:func:`nuts_slots`): 32 or 128, on which XLA computes a lane
     alike. Elsewhere
-    ``None``: :data:`ACCELERATOR_QUADRATURE_CHUNK` for quadrature, every
+    ``None``: :data:`ACCELERATOR_QUADRATURE_CHUNK` for quadrature (the
+    Gauss–Hermite rule's :data:`ACCELERATOR_RULE_CHUNKS`), every
     chunk that size, however few lanes its group has (on an H100 a lane's
     quadrature moments moved by up to 8e-16 between chunks of 64, 256 and
     1024 lanes); for NUTS what the memory budget allows, shrunk to the
@@ -559,7 +573,9 @@ def fit_lanes(
         rule_chunks: quadrature rules (:data:`FULL_MODEL_RULES`) whose
             chunks hold this many lanes (a power of two), in place of
             ``chunk_size`` or the default: a benchmark's knob, since a
-            lane's numbers may depend on its chunk's size.
+            lane's numbers may depend on its chunk's size. On an
+            accelerator, where no ``chunk_size`` is given, they are laid over
+            :data:`ACCELERATOR_RULE_CHUNKS`.
         middle_rules: whether the full model's quadrature tries the rules
             between the Gauss–Hermite and the nested one (``alpha_t``,
             ``t_outer``, ``hermite_t``); None: on CPU only (see
@@ -758,6 +774,9 @@ def plan_chunks(
     calls (:func:`_nuts_pieces`).
     """
     on_cpu = (backend or jax.default_backend()) == "cpu"
+    nuts = resolve_loop(nuts, backend)
+    if not on_cpu and chunk_size is None:  # the caller's sizes win over the defaults
+        rule_chunks = {**ACCELERATOR_RULE_CHUNKS, **(rule_chunks or {})}
     chunks = []
     for kind, ridge, exact_paired, index in _lane_groups(counts, method, nuts, laplace):
         exact = method == "quadrature" or kind == "beta"

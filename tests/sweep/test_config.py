@@ -69,6 +69,7 @@ def test_generated_axes():
         ({"shard_size": 0}, "shard_size"),
         ({"sampler": {"chans": 4}}, "sampler.chans"),
         ({"sampler": {"chains": "four"}}, "sampler.chains"),
+        ({"sampler": {"loop": "triton"}}, "sampler.loop"),
         ({"name": ""}, "name"),
         ({"grid": []}, "grid"),
         ({"grid": {"alpha": [0.5]}}, "grid.rho"),

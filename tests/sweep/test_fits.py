@@ -5,10 +5,11 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from kernels.nuts import NUTSSettings
+from kernels.nuts import NUTSSettings, resolve_loop
 from kernels.quadrature import model_kind, paired_rule_is_exact
 from sweep.fits import (
     ACCELERATOR_QUADRATURE_CHUNK,
+    ACCELERATOR_RULE_CHUNKS,
     CPU_FEW_NUTS_SLOTS,
     CPU_NUTS_SLOTS,
     CPU_QUADRATURE_CHUNK,
@@ -106,7 +107,11 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
     assert default_chunk_size("nuts", 4, backend="gpu") is None
     c = mixed_lanes(700, seed=6)
     kernels = {
-        slots: {_nuts_fn(d, NUTSSettings(), r, slots) for d in (1, 3) for r in (False, True)}
+        slots: {
+            _nuts_fn(d, resolve_loop(NUTSSettings(), "cpu"), r, slots)
+            for d in (1, 3)
+            for r in (False, True)
+        }
         for slots in (32, 128)
     }
     groups = {}  # each group of lanes runs one program
@@ -164,11 +169,21 @@ def test_a_nuts_lane_does_not_depend_on_its_queue():
 def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_the_group():
     """Quadrature's numbers there depend on the chunk's size, a NUTS lane's draws did not.
 
-    And there the quadrature takes two passes, not five (see _quadrature_stages).
+    A rule's chunks have one size (Gauss–Hermite its own), and there the quadrature
+    takes two passes, not five (see _quadrature_stages). NUTS runs the chain kernel.
     """
     c, _ = with_few_paired(mixed_lanes(700, seed=6))
     quadrature = plan_chunks(c, "quadrature", backend="gpu")
-    assert {len(chunk.padded) for chunk in quadrature} == {ACCELERATOR_QUADRATURE_CHUNK}
+    sizes = {}
+    for chunk in quadrature:
+        sizes.setdefault(chunk.rule, set()).add(len(chunk.padded))
+        for stage in chunk.fallbacks:
+            sizes.setdefault(stage.rule, set()).add(stage.size)
+    assert sizes.pop("gauss_hermite") == {ACCELERATOR_RULE_CHUNKS["gauss_hermite"]}
+    assert sizes and all(size == {ACCELERATOR_QUADRATURE_CHUNK} for size in sizes.values())
+    # A caller's chunk size is every rule's.
+    asked = plan_chunks(c, "quadrature", backend="gpu", chunk_size=256)
+    assert {len(chunk.padded) for chunk in asked} == {256}
     # There the full model's lanes go from Gauss–Hermite straight to the nested rule.
     passes = {(chunk.rule, *(stage.rule for stage in chunk.fallbacks)) for chunk in quadrature}
     assert ("gauss_hermite", "nested") in passes
@@ -183,7 +198,16 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
             assert size == ACCELERATOR_QUADRATURE_CHUNK
         else:  # the group's own power of two, well below the memory budget's 4096 fits
             assert MIN_BATCH <= size < 4096 and size >= len(chunk.piece)
+            assert chunk.fn.static[1].loop == "kernel"  # _nuts_fn's settings, resolved
     assert any(not chunk.exact for chunk in nuts)
+    # NUTSSettings' "auto" is the leapfrog loop on CPU; a loop asked for is kept.
+    assert {
+        ch.fn.static[1].loop for ch in plan_chunks(c, "nuts", backend="cpu") if not ch.exact
+    } == {"leapfrog"}
+    assert resolve_loop(NUTSSettings(), "gpu") == NUTSSettings(loop="kernel")
+    for loop in ("leapfrog", "transition", "kernel"):
+        assert resolve_loop(NUTSSettings(loop=loop), "gpu").loop == loop
+        assert resolve_loop(NUTSSettings(loop=loop), "cpu").loop == loop
 
 
 def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhere():
