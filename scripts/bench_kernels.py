@@ -3,8 +3,9 @@
 Measures, on whatever device JAX has:
   * quadrature posteriors/s and batched NUTS fits/s at several batch sizes,
     NUTS with each of its loops (``NUTSSettings.loop``): "leapfrog"
-    (kernels/stepwise.py, the default) and "transition" (NumPyro's
-    ``sample_kernel`` in lock-step), with their ratio; every program is
+    (kernels/stepwise.py, the default on CPU), "transition" (NumPyro's
+    ``sample_kernel`` in lock-step) and "kernel" (kernels/chain_kernel.py,
+    the default on a GPU), with their ratios; every program is
     compiled before its timing starts, so these are the fits' times alone;
   * the conventional baseline: one NumPyro ``MCMC`` per configuration,
     5 chains × (2000 warm-up + 10000 draws), one configuration after another;
@@ -28,6 +29,8 @@ Measures, on whatever device JAX has:
   * optionally (``--workers``), quadrature and NUTS throughput with each
     given number of chunks in flight at once (``fit_lanes(workers=...)``;
     the default, :func:`sweep.fits.default_workers`, is one per CPU core);
+  * optionally (``--kernel-blocks``, ``--kernel-warps``), the chain kernel's
+    fits/s with each block of chains and Triton warps per block;
   * lock-step efficiency, the mean leapfrog steps per lane over the steps the
     batch executes, with lanes in input order and ordered by
     :func:`sweep.fits.difficulty`: for "transition" the per-transition maximum
@@ -60,6 +63,7 @@ Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--base
            [--lockstep 64]
            [--nuts-chunks 64 256 1024] [--quadrature-chunks 1024 16384]
            [--loops leapfrog transition] [--workers 1 2] [--quadrature-only | --nuts-only]
+           [--kernel-blocks 16 32 64] [--kernel-warps 1 2 4]
            [--warm-up] [--quadrature-repeats 3] [--quadrature-seconds 2]
            [--quadrature-variants all|driver]
            [--rule-chunks RULE=LANES ...] [--middle-rules on|off] [--out DIR]
@@ -87,7 +91,7 @@ import sweep.fits as fits_module  # noqa: E402
 from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from kernels.gauss_hermite import AlphaTRule, LaplaceRule  # noqa: E402
 from kernels.logdensity import logdensity  # noqa: E402
-from kernels.nuts import NUTSSettings  # noqa: E402
+from kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
 from kernels.quadrature import HermiteTRule, model_kind  # noqa: E402
 from kernels.summaries import epsilon  # noqa: E402
 from kernels.t_outer import TOuterRule  # noqa: E402
@@ -210,6 +214,9 @@ def timed_fits(
         label += f", {settings.loop} loop"
         if settings.leapfrogs_per_iteration:
             label += f" ({settings.leapfrogs_per_iteration} steps an iteration)"
+        if settings.loop == "kernel":
+            warps = settings.kernel_warps
+            label += f" (blocks of {settings.kernel_block}, {warps} warp{'s' * (warps > 1)})"
     label += f", chunks of {chunk}" if chunk else ""
     label += f", {workers} worker{'s' if workers > 1 else ''}" if workers else ""
     chunks = plan_chunks(counts, method, nuts=settings, **plan)
@@ -250,14 +257,15 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
 
     Also the share of lanes each rule takes, each rule's cost from a
     one-worker run, and, with ``variants``, the driver without each of its
-    middle rules, the nested rule alone (on the development CPU about 300
+    middle rules (``without_hermite_t``: without any), with t outermost the
+    only one, the nested rule alone (on the development CPU about 300
     posteriors/s: 17 minutes for three runs of 10^5 lanes) and the largest
     differences between its numbers and the driver's.
     """
     n = len(np.asarray(counts.n_m))
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
     rules = np.full(n, "", dtype=object)
-    names = ("without_t_outer", "without_alpha_t", "without_hermite_t", "nested")
+    names = ("without_t_outer", "without_alpha_t", "without_hermite_t", "t_outer_only", "nested")
     runs = {name: [] for name in ("driver", *(names if variants else ()))}
     driver, driver_s = timed_fits(
         counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
@@ -286,6 +294,11 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     _, two_rules_s = timed_fits(
         counts, keys, "quadrature", None, **no_middle, runs=runs["without_hermite_t"]
     )
+    # The cheapest middle rule a lane (on an H100 in 0.23.0, 0.0022 ms against the
+    # nested rule's 0.0092) alone: a plan that only moves lanes off the nested rule.
+    _, t_outer_only_s = timed_fits(
+        counts, keys, "quadrature", None, hermite_t=None, alpha_t=None, runs=runs["t_outer_only"]
+    )
     nested, nested_s = timed_fits(
         counts, keys, "quadrature", None, laplace=None, **no_middle, runs=runs["nested"]
     )
@@ -298,10 +311,12 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
         "quadrature_without_t_outer_per_s": n / no_t_outer_s,
         "quadrature_without_alpha_t_per_s": n / three_rules_s,
         "quadrature_without_hermite_t_per_s": n / two_rules_s,
+        "quadrature_t_outer_only_per_s": n / t_outer_only_s,
         "quadrature_nested_only_per_s": n / nested_s,
         "quadrature_over_without_t_outer": no_t_outer_s / driver_s,
         "quadrature_over_without_alpha_t": three_rules_s / driver_s,
         "quadrature_over_without_hermite_t": two_rules_s / driver_s,
+        "quadrature_over_t_outer_only": t_outer_only_s / driver_s,
         "quadrature_over_nested_only": nested_s / driver_s,
         "quadrature_max_abs_difference_to_nested_only": gap,
     }
@@ -335,6 +350,7 @@ def throughput(
     quadrature_variants=True,
     nuts_unroll=(),
     nuts_slots=(),
+    kernel_shapes=(),
 ) -> dict:
     """Fits per second of quadrature and of NUTS with each of ``loops``, on the same lanes.
 
@@ -350,7 +366,11 @@ def throughput(
     (the same draws are expected; a different program may round otherwise).
     With ``nuts_slots``, on an accelerator, NUTS fits/s with calls of the
     largest of ``nuts_chunks`` (else the default) run as queues on each
-    number of slots (``sweep.fits.ACCELERATOR_NUTS_SLOTS``; chains).
+    number of slots (``sweep.fits.ACCELERATOR_NUTS_SLOTS``; chains). With
+    ``kernel_shapes`` (``(block, warps)`` pairs), the chain kernel's fits/s
+    with each (``NUTSSettings.kernel_block``, ``kernel_warps``), and the
+    largest difference of its posterior means from the kernel's default
+    (from the first loop's, if the kernel is not among ``loops``).
     """
     counts, keys = lanes(sample_designs(n, seed), seed)
     # Chunks of fit_lanes' default size (None), as a sweep runs them. Not named
@@ -396,6 +416,17 @@ def throughput(
             by_slots[str(slots)] = {"chunk": chunk, **against_default(chunk, first)}
         finally:
             fits_module.ACCELERATOR_NUTS_SLOTS = None
+    kernel = fitted["kernel"][0] if "kernel" in fitted else reference
+    by_shape = {}
+    for block, warps in kernel_shapes:
+        variant = settings._replace(loop="kernel", kernel_block=block, kernel_warps=warps)
+        out, s = timed_fits(counts, keys, "nuts", None, variant)
+        gap = np.abs(np.asarray(out.post_mean) - np.asarray(kernel.post_mean))
+        by_shape[f"{block}x{warps}"] = {
+            "fits_per_s": n / s,
+            "s": s,
+            "post_mean_max_abs_diff": float(np.max(gap)),
+        }
     for w in workers:
         _, took = timed_fits(counts, keys, "nuts", None, first, w)
         by_workers[str(w)]["nuts_fits_per_s"] = n / took
@@ -421,6 +452,7 @@ def throughput(
         **({"by_workers": by_workers} if by_workers else {}),
         **({"nuts_by_leapfrogs_per_iteration": by_unroll} if by_unroll else {}),
         **({"nuts_by_accelerator_slots": by_slots} if by_slots else {}),
+        **({"nuts_kernel_by_block_x_warps": by_shape} if by_shape else {}),
     }
 
 
@@ -595,6 +627,21 @@ def main(argv=None) -> None:
         help="leapfrog steps per loop iteration to compare with the default (NUTSSettings)",
     )
     parser.add_argument(
+        "--kernel-blocks",
+        type=int,
+        nargs="*",
+        default=[],
+        help="the chain kernel's blocks (chains, powers of two) to compare, each with "
+        "each of --kernel-warps",
+    )
+    parser.add_argument(
+        "--kernel-warps",
+        type=int,
+        nargs="+",
+        default=[NUTSSettings().kernel_warps],
+        help="Triton warps per block of the chain kernel, with --kernel-blocks",
+    )
+    parser.add_argument(
         "--quadrature-only", action="store_true", help="time quadrature alone (no NUTS)"
     )
     parser.add_argument("--nuts-only", action="store_true", help="time NUTS alone (no quadrature)")
@@ -661,7 +708,7 @@ def main(argv=None) -> None:
         "rule_chunks": rule_chunks or None,
         "middle_rules": None if args.middle_rules is None else args.middle_rules == "on",
     }
-    settings = NUTSSettings()
+    settings = resolve_loop(NUTSSettings())  # the loop "auto" runs here
     stem = f"kernels-{jax.devices()[0].platform}"
     # Written after each part and stage, marked partial until the last, so that a run
     # cut short (a time limit on a lent machine) still leaves what it measured and
@@ -689,6 +736,7 @@ def main(argv=None) -> None:
                 args.quadrature_variants == "all",
                 args.nuts_unroll,
                 args.nuts_slots,
+                [(b, w) for b in args.kernel_blocks for w in args.kernel_warps],
             )
         )
         print(json.dumps(result["throughput"][-1]), flush=True)

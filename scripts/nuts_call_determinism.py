@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from bench_kernels import lanes, sample_designs, timed_fits  # noqa: E402 - beside this script
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
-from kernels.nuts import NUTSSettings  # noqa: E402
+from kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
 
 #: Summaries compared fit by fit (ESS is computed on the host from the draws).
 FIELDS = ("post_mean", "post_sd", "ci_low", "ci_high", "steps", "divergences", "ess")
@@ -60,11 +60,13 @@ def main(argv=None) -> None:
     if len(args.chunks) < 2:
         parser.error("--chunks: at least two call sizes to compare")
     counts, keys = lanes(sample_designs(args.fits, args.seed), args.seed)
+    settings = resolve_loop(NUTSSettings())  # the loop "auto" runs here
     result = {
         **provenance("nuts_call_determinism.py", argv),
         "fits": args.fits,
         "chunks": args.chunks,
-        **compare(counts, keys, args.chunks, NUTSSettings()),
+        "nuts_settings": settings._asdict(),
+        **compare(counts, keys, args.chunks, settings),
     }
     print(json.dumps(result, indent=2))
     write_record(result, args.out, f"nuts-determinism-{jax.devices()[0].platform}")

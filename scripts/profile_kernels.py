@@ -53,7 +53,7 @@ from bench_kernels import lanes, sample_designs, stage, timed  # noqa: E402
 from jax.profiler import ProfileData  # noqa: E402
 from result_record import StageLog, provenance  # noqa: E402 - beside this script
 
-from kernels.nuts import NUTSSettings, summarize_draws  # noqa: E402
+from kernels.nuts import NUTSSettings, resolve_loop, summarize_draws  # noqa: E402
 from sweep.fits import (  # noqa: E402
     fit_lanes,
     plan_chunks,
@@ -157,6 +157,7 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
             for _ in range(2):
                 _, in_blocks = timed(lambda: summarize_draws(alpha, 0.95, pool.map))
     result = {
+        "loop": settings.loop,
         "fits": n,
         "padded_fits": len(chunk.padded),
         "chains_in_call": chains,
@@ -169,7 +170,12 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
         "mean_leapfrogs": float(leapfrogs.mean()),
         "most_leapfrogs": int(leapfrogs.max()),
     }
-    if slots is None or slots >= chains:
+    if settings.loop == "kernel":
+        # Each block of the kernel's lanes (the call's chains in order) runs until its
+        # own slowest chain is done.
+        lanes = np.asarray(draws.leapfrogs).reshape(-1, settings.kernel_block)
+        result["block_lockstep_efficiency"] = float(lanes.mean() / lanes.max(axis=1).mean())
+    elif slots is None or slots >= chains:
         # Every chain in flight at once: the loop runs until the one with the most is done.
         iterations = int(leapfrogs.max())
         result.update(
@@ -245,7 +251,7 @@ def main(argv=None) -> None:
     path = log.path
     counts, keys = lanes(sample_designs(args.fits, args.seed), args.seed)
     hlo = path.with_name(path.stem + "-nuts-hlo.txt.gz") if args.hlo else None
-    settings = NUTSSettings()
+    settings = resolve_loop(NUTSSettings())  # the loop "auto" runs here
     if args.nuts_draws:
         settings = settings._replace(warmup=args.nuts_draws[0], samples=args.nuts_draws[1])
     result["nuts_settings"] = settings._asdict()
