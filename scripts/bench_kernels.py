@@ -430,7 +430,7 @@ def throughput(
     for w in workers:
         _, took = timed_fits(counts, keys, "nuts", None, first, w)
         by_workers[str(w)]["nuts_fits_per_s"] = n / took
-    # "nuts_*" without a loop's name is the default loop's (leapfrog), as before.
+    # "nuts_*" without a loop's name is the leapfrog loop's (the default everywhere before 0.24.0).
     names = {"leapfrog": "nuts", "transition": "nuts_transition_loop", "kernel": "nuts_kernel_loop"}
     out = {**measured}
     for loop, s in seconds.items():
