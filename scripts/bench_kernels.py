@@ -482,7 +482,24 @@ def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
                 for start in range(0, totals.shape[0], chunk):
                     block = totals[start : start + chunk]
                     eff.append(block.mean() / block.max())
+                out[f"kernel_blocks_{name}"] = kernel_block_efficiency(totals)
             out[f"{loop}_loop_{name}"] = float(np.mean(eff))
+    return out
+
+
+def kernel_block_efficiency(totals: np.ndarray, blocks=(8, 16, 32, 64, 128)) -> dict:
+    """The chain kernel's lock-step efficiency for each block size, from chains' step totals.
+
+    ``totals``: each chain's leapfrog steps, in a call's order (a fit's chains
+    together). The kernel runs the leapfrog loop's NUTS, so a chain takes the
+    same steps in either; a block of chains runs until its slowest is done.
+    Over the whole blocks only: mean steps over the mean of the blocks' maxima.
+    """
+    out = {}
+    for size in blocks:
+        whole = totals[: len(totals) // size * size].reshape(-1, size)
+        if len(whole):
+            out[str(size)] = float(whole.mean() / whole.max(axis=1).mean())
     return out
 
 
