@@ -35,7 +35,9 @@ Measures, on whatever device JAX has:
     batch executes, with lanes in input order and ordered by
     :func:`sweep.fits.difficulty`: for "transition" the per-transition maximum
     across lanes (draws only), for "leapfrog" the maximum over lanes of each
-    lane's total (warm-up, searches and draws).
+    lane's total (warm-up, searches and draws), and for the chain kernel the
+    same per block of chains, for several block sizes (from the leapfrog
+    loop's totals: the kernel's chains take the same steps).
 
 Quadrature is timed as the driver runs it (the adaptive Gauss–Hermite rule;
 on the lanes it rejects, Gauss–Hermite in (α, t) where the s rule is not
