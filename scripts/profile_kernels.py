@@ -171,10 +171,9 @@ def profile_nuts(counts, keys, settings: NUTSSettings, top: int, hlo_path: Path 
         "most_leapfrogs": int(leapfrogs.max()),
     }
     if settings.loop == "kernel":
-        # Each block of the kernel's lanes (the call's chains in order) runs until its
-        # own slowest chain is done.
-        lanes = np.asarray(draws.leapfrogs).reshape(-1, settings.kernel_block)
-        result["block_lockstep_efficiency"] = float(lanes.mean() / lanes.max(axis=1).mean())
+        totals = np.asarray(draws.leapfrogs, float).reshape(-1)  # the call's chains in order
+        efficiency = bench_kernels.kernel_block_efficiency(totals, (settings.kernel_block,))
+        result["block_lockstep_efficiency"] = efficiency[str(settings.kernel_block)]
     elif slots is None or slots >= chains:
         # Every chain in flight at once: the loop runs until the one with the most is done.
         iterations = int(leapfrogs.max())
