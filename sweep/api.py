@@ -75,6 +75,7 @@ class SweepStatus:
     elapsed_seconds: float
     nodes: dict[str, int]
     devices: dict[str, int] = field(default_factory=dict)
+    loops: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """A few readable lines for the user."""
@@ -89,7 +90,8 @@ class SweepStatus:
         ]
         for index, reason in sorted(self.corrupt.items()):
             out.append(f"corrupt: shard {index}: {reason} (the next `sweep run` recomputes it)")
-        for label, counts in (("nodes", self.nodes), ("devices", self.devices)):
+        labelled = (("nodes", self.nodes), ("devices", self.devices), ("NUTS loops", self.loops))
+        for label, counts in labelled:
             if counts:
                 listed = ", ".join(f"{name} ({k} shards)" for name, k in sorted(counts.items()))
                 out.append(f"{label}: {listed}")
@@ -231,6 +233,9 @@ def status(out: str | Path) -> SweepStatus:
         elapsed_seconds=(max(written) - min(written)) if written else 0.0,
         nodes=dict(Counter(s.node for s in done)),
         devices=dict(Counter(s.device or "not recorded" for s in done)),
+        loops=dict(Counter(s.loop or "not recorded" for s in done))
+        if store.spec.method == "nuts"
+        else {},
     )
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kernels.counts import Design
-from kernels.nuts import NUTSSettings
+from kernels.nuts import NUTSSettings, resolve_loop
 from kernels.summaries import FitResults, summarize_configurations
 from sweep.config import SweepSpec
 from sweep.fits import fit_lanes, lane_counts, lane_keys
@@ -102,6 +102,10 @@ class ShardResult(NamedTuple):
         device: what computed it, as "platform: kind" (JAX's first device,
             e.g. "cpu: cpu" or "gpu: NVIDIA H100 80GB HBM3"): a CPU and a GPU
             give different draws for the same seed.
+        loop: the NUTS loop that ran its fits (``sampler.loop`` resolved for
+            the device, :func:`kernels.nuts.resolve_loop`: never "auto"), ""
+            for quadrature. On a GPU the chain kernel and the leapfrog loop
+            give different draws for the same seed.
     """
 
     index: int
@@ -110,6 +114,7 @@ class ShardResult(NamedTuple):
     node: str
     seconds: float
     device: str = ""
+    loop: str = ""
 
 
 def make_shards(configurations: pd.DataFrame, shard_size: int) -> list[Shard]:
@@ -193,12 +198,13 @@ def run_shard(
     replicate = np.tile(np.arange(r), c)
     keys = lane_keys(spec.seed, words, replicate)
     counts = lane_counts(_designs(configs, r), keys, spec.counts)
+    nuts = resolve_loop(nuts_settings(spec))
     fits = fit_lanes(
         counts,
         keys,
         spec.method,
         level=spec.interval,
-        nuts=nuts_settings(spec),
+        nuts=nuts,
         workers=workers,
         on_chunk=on_fits,
     )
@@ -223,7 +229,13 @@ def run_shard(
     summary = jax.tree.map(np.asarray, summary)
     surface = _surface_table(spec, shard.index, configs, gammas, powers, summary)
     return ShardResult(
-        shard.index, fits_table, surface, _node_name(), time.perf_counter() - start, device_name()
+        shard.index,
+        fits_table,
+        surface,
+        _node_name(),
+        time.perf_counter() - start,
+        device_name(),
+        nuts.loop if spec.method == "nuts" else "",
     )
 
 

@@ -54,6 +54,8 @@ class ShardState(NamedTuple):
         written: when it was written (Unix time; 0 unless done).
         device: the device that computed it (:attr:`sweep.shards.ShardResult.device`;
             "" unless done, or where an older version wrote it).
+        loop: the NUTS loop that computed it (:attr:`sweep.shards.ShardResult.loop`;
+            "" for quadrature, unless done, or where an older version wrote it).
     """
 
     index: int
@@ -63,6 +65,7 @@ class ShardState(NamedTuple):
     seconds: float = 0.0
     written: float = 0.0
     device: str = ""
+    loop: str = ""
 
 
 def _differences(old, new, path: str = "") -> list[str]:
@@ -144,6 +147,7 @@ class Store:
             seconds=float(meta.get(_META + "seconds", 0.0)),
             written=float(meta.get(_META + "written", 0.0)),
             device=meta.get(_META + "device", ""),
+            loop=meta.get(_META + "loop", ""),
         )
 
     def states(self) -> list[ShardState]:
@@ -163,6 +167,7 @@ class Store:
             _META + "shard": str(result.index),
             _META + "node": result.node,
             _META + "device": result.device,
+            _META + "loop": result.loop,
             _META + "seconds": f"{result.seconds:.6f}",
             _META + "written": f"{time.time():.3f}",
         }
