@@ -30,6 +30,9 @@ then select away, and the kernel skips nothing.
 
 from __future__ import annotations
 
+import importlib
+from functools import cache
+
 import jax
 import jax.numpy as jnp
 
@@ -58,6 +61,21 @@ def _flat_lanes(tree) -> tuple[list[Array], object]:
         if jnp.ndim(leaf) != 1:
             raise ValueError(f"model arguments must be (L,) per lane, got shape {jnp.shape(leaf)}")
     return [jnp.asarray(x).astype(jnp.int32) if x.dtype == bool else x for x in leaves], treedef
+
+
+#: The module that lowers Pallas kernels to Triton (deprecated upstream in favour
+#: of Mosaic GPU, so a later JAX may lack it).
+TRITON_LOWERING = "jax.experimental.pallas.triton"
+
+
+@cache
+def can_import(module: str) -> bool:
+    """Whether ``module`` imports (:data:`TRITON_LOWERING`: whether the kernel can run on a GPU)."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def run_blocks(

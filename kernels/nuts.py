@@ -40,7 +40,7 @@ import numpy as np
 from numpyro.diagnostics import split_gelman_rubin
 from numpyro.infer.hmc import hmc
 
-from kernels.chain_kernel import DEFAULT_BLOCK, run_blocks
+from kernels.chain_kernel import DEFAULT_BLOCK, TRITON_LOWERING, can_import, run_blocks
 from kernels.counts import Counts
 from kernels.diagnostics import bulk_effective_sample_size, sd_mcse
 from kernels.logdensity import logdensity, logdensity_centres
@@ -255,12 +255,14 @@ def resolve_loop(settings: NUTSSettings, backend: str | None = None) -> NUTSSett
     ``backend``: JAX's platform name ("cpu", "gpu", ...; by default JAX's
     default backend). On a GPU the chain kernel, elsewhere the leapfrog loop
     (the kernel's Triton lowering is GPU-only; other backends would
-    interpret it). Other loops are returned as they are.
+    interpret it), and the leapfrog loop on a GPU too where this JAX has no
+    Triton lowering for Pallas. Other loops are returned as they are.
     """
     if settings.loop != "auto":
         return settings
     on_gpu = (backend or jax.default_backend()) == "gpu"
-    return settings._replace(loop="kernel" if on_gpu else "leapfrog")
+    kernel = on_gpu and can_import(TRITON_LOWERING)
+    return settings._replace(loop="kernel" if kernel else "leapfrog")
 
 
 def runs_leapfrog_loop(settings: NUTSSettings) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from kernels.chain_kernel import TRITON_LOWERING, can_import
 from kernels.nuts import NUTSSettings, resolve_loop
 from kernels.quadrature import model_kind, paired_rule_is_exact
 from sweep.fits import (
@@ -205,6 +206,9 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
         ch.fn.static[1].loop for ch in plan_chunks(c, "nuts", backend="cpu") if not ch.exact
     } == {"leapfrog"}
     assert resolve_loop(NUTSSettings(), "gpu") == NUTSSettings(loop="kernel")
+    # ... where this JAX lowers Pallas to Triton, as the JAX of these tests does; a
+    # later one may not (the lowering is deprecated), and "auto" is then the leapfrog loop.
+    assert can_import(TRITON_LOWERING) and not can_import(TRITON_LOWERING + "_gone")
     for loop in ("leapfrog", "transition", "kernel"):
         assert resolve_loop(NUTSSettings(loop=loop), "gpu").loop == loop
         assert resolve_loop(NUTSSettings(loop=loop), "cpu").loop == loop
