@@ -1,4 +1,4 @@
-# Sourced by the prepared calls (next.sh, next-quadrature.sh): what each call on a lent
+# Sourced by the prepared calls (next.sh, next-second.sh): what each call on a lent
 # GPU machine does first. The pydantic and flatbuffers wheels come in the carried .whl/
 # (flatbuffers lets exported programs be kept in $JAX_COMPILATION_CACHE_DIR between the
 # steps, and between two calls on the same warm machine). A step's limit is `left N`:

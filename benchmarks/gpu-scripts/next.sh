@@ -10,7 +10,13 @@
 # kernel chain's arithmetic is its own lane's. With one worker the host's summaries of
 # a call (0.39 s for 3075 fits in 0.20.0's profile) do not overlap the next call.
 # Triton compiled the kernel's two programs (logit and ridge lanes) in 79 s on a fresh
-# H100. bench_kernels.py prints each stage's time as it ends and rewrites its JSON
+# H100. Then the quadrature's nested rule in larger chunks: at 10^5 fits it takes the
+# 21.75 % of lanes that Gauss-Hermite rejects, 0.20 s of the driver's 0.26 s, in 23 calls
+# of 1024 lanes at 8.7 ms each, and calls holding ~46 lanes cost 12 ms each
+# (kernels-gpu-20261127-031144.json, -031014.json): the cost of a call, not of its lanes,
+# as with Gauss-Hermite, whose chunks of 16,384 made 0.24.0 2.97 times as fast. A call
+# of 1024 lanes asked 2.8 GB of scratch on CPU (22 GB at 8192, if the GPU asks as much).
+# bench_kernels.py prints each stage's time as it ends and rewrites its JSON
 # after each, so a step cut short still says where it was; the records are tarred into
 # $OUT/results.tgz at the end.
 . "$(dirname "$0")/lease.sh"
@@ -19,16 +25,9 @@ step "NUTS 10^5 fits, the chain kernel: calls of 4096 fits (the default) and of 
 timeout $(left 270) python3 $N --sizes 100000 --nuts-chunks 16384 --workers 2 2>&1 | grep -v "^ "
 step "the kernel's draws in calls of 16,384 and 4096 fits (the programs above; the sharding must not change a number)"
 timeout $(left 380) python3 scripts/nuts_call_determinism.py --fits 16384 --chunks 16384 4096 --out $R 2>&1 | grep -E '"(fits_differing|max_abs_diff|loop)"' | sort | uniq -c
-step "candidate: the densities' derivatives of benchmarks/candidates/logspace-derivatives.patch, the kernel at 16,384 fits, main before and after it"
-P=$PWD/benchmarks/candidates/logspace-derivatives.patch V=/tmp/candidate
-rm -rf $V; mkdir -p $V; cp -r kernels sweep scripts tests $V/
-A="--nuts-only --lockstep 0 --baseline 0 --loops kernel --sizes 16384"
-timeout $(left 420) python3 scripts/bench_kernels.py $A --out $R/ab-main-before 2>&1 | grep -v "^ "
-if (cd $V && { patch -s -p1 < "$P" || git apply "$P"; }); then
-  (cd $V && PYTHONPATH=/tmp/site:$V timeout $(left 540) python3 scripts/bench_kernels.py $A --out $R/ab-candidate 2>&1 | grep -v "^ ")
-  timeout $(left 570) python3 scripts/bench_kernels.py $A --out $R/ab-main-after 2>&1 | grep -v "^ "
-else echo "the candidate's patch did not apply (neither patch nor git apply)"; fi
-step "the kernel's blocks: 64 chains with 2 warps, then 16 chains with 1 (32 and 1 are the defaults)"
-timeout $(left 585) python3 $N --sizes 4096 --kernel-blocks 64 --kernel-warps 2 2>&1 | grep -v "^ "
-timeout $(left 595) python3 $N --sizes 4096 --kernel-blocks 16 --kernel-warps 1 2>&1 | grep -v "^ "
+step "quadrature 10^5: the nested rule in chunks of 4096 (an emptied call of 1024 lanes cost as much as a full one), then 0.24.0's 1024 beside it, then 8192"
+Q="scripts/bench_kernels.py --sizes 100000 --quadrature-only --quadrature-variants driver --out $R"
+timeout $(left 500) python3 $Q --rule-chunks gauss_hermite=16384 nested=4096 2>&1 | grep -v "^ "
+timeout $(left 560) python3 $Q 2>&1 | grep -v "^ "
+timeout $(left 595) python3 $Q --rule-chunks gauss_hermite=16384 nested=8192 2>&1 | grep -v "^ "
 finish
