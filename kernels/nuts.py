@@ -256,8 +256,12 @@ def resolve_loop(settings: NUTSSettings, backend: str | None = None) -> NUTSSett
     default backend). On a GPU the chain kernel, elsewhere the leapfrog loop
     (the kernel's Triton lowering is GPU-only; other backends would
     interpret it), and the leapfrog loop on a GPU too where this JAX has no
-    Triton lowering for Pallas. Other loops are returned as they are.
+    Triton lowering for Pallas. With ``dense_mass``, ``"transition"``, the
+    one loop that adapts a dense mass matrix. Other loops are returned as
+    they are.
     """
+    if settings.dense_mass:
+        return settings._replace(loop="transition")
     if settings.loop != "auto":
         return settings
     on_gpu = (backend or jax.default_backend()) == "gpu"

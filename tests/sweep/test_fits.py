@@ -212,6 +212,9 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
     for loop in ("leapfrog", "transition", "kernel"):
         assert resolve_loop(NUTSSettings(loop=loop), "gpu").loop == loop
         assert resolve_loop(NUTSSettings(loop=loop), "cpu").loop == loop
+        # A dense mass matrix is adapted by NumPyro's transition alone, whatever is asked.
+        dense = NUTSSettings(loop=loop, dense_mass=True)
+        assert resolve_loop(dense, "gpu").loop == resolve_loop(dense, "cpu").loop == "transition"
 
 
 def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhere():
