@@ -37,13 +37,20 @@ def nuts_run(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def quadrature_run(tmp_path_factory):
+    """The same sweep (the same counts) by quadrature."""
+    out = tmp_path_factory.mktemp("quadrature") / "out"
+    sweep.run({**NUTS_SWEEP, "method": "quadrature"}, out)
+    return out
+
+
 def _fits(out) -> pd.DataFrame:
     return sorted_surface(sweep.load_fits(out))
 
 
-def test_nuts_sweep_agrees_with_the_quadrature_sweep_of_the_same_counts(tmp_path, nuts_run):
-    sweep.run({**NUTS_SWEEP, "method": "quadrature"}, tmp_path / "quadrature")
-    nuts, exact = _fits(nuts_run), _fits(tmp_path / "quadrature")
+def test_nuts_sweep_agrees_with_the_quadrature_sweep_of_the_same_counts(nuts_run, quadrature_run):
+    nuts, exact = _fits(nuts_run), _fits(quadrature_run)
     counts = ["config_id", "replicate", "n_pos", "n_tp", "n_pos_paired", "n_tn", "m_pos"]
     pd.testing.assert_frame_equal(nuts[counts], exact[counts])
     surface = sweep.load_surface(nuts_run).drop_duplicates("config_id").set_index("config_id")
@@ -73,7 +80,7 @@ def test_nuts_numbers_do_not_depend_on_the_sharding(tmp_path, nuts_run):
     pd.testing.assert_frame_equal(_fits(tmp_path / "one-shard"), _fits(nuts_run), check_exact=True)
 
 
-def test_each_shard_records_the_loop_that_ran_it(nuts_run, tmp_path):
+def test_each_shard_records_the_loop_that_ran_it(nuts_run, quadrature_run):
     loop = resolve_loop(NUTSSettings(), jax.default_backend()).loop
     assert loop != "auto"
     for path in sorted((nuts_run / "fits").glob("*.parquet")):
@@ -83,7 +90,6 @@ def test_each_shard_records_the_loop_that_ran_it(nuts_run, tmp_path):
     assert state.loops == {loop: state.shards}
     assert f"NUTS loops: {loop} ({state.shards} shards)" in state.lines()
     # Quadrature runs no NUTS loop, and its status says nothing of one.
-    sweep.run({**NUTS_SWEEP, "method": "quadrature", "shard_size": 16}, tmp_path / "q")
-    meta = pq.read_metadata(tmp_path / "q" / "fits" / "shard-00000.parquet").metadata
-    assert meta[b"binmetric_sweep.loop"] == b""
-    assert sweep.status(tmp_path / "q").loops == {}
+    for path in sorted((quadrature_run / "fits").glob("*.parquet")):
+        assert pq.read_metadata(path).metadata[b"binmetric_sweep.loop"] == b""
+    assert sweep.status(quadrature_run).loops == {}
