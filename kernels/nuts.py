@@ -317,16 +317,24 @@ def sample_chain(
         rng_key=run_key,
     )
 
-    def warm(state, _):
+    def transition(carry, i):
+        state, alpha, diverging = carry
         state = sample_kernel(state, model_args=model_args)
-        return state, state.num_steps
+        # Warm-up transitions write to row 0, which the first kept draw overwrites.
+        row = jnp.maximum(i - settings.warmup, 0)
+        alpha = alpha.at[row].set(jax.nn.sigmoid(state.z[0]))
+        diverging = diverging.at[row].set(state.diverging)
+        return (state, alpha, diverging), state.num_steps
 
-    def draw(state, _):
-        state = sample_kernel(state, model_args=model_args)
-        return state, (jax.nn.sigmoid(state.z[0]), state.diverging, state.num_steps)
-
-    state, warm_steps = jax.lax.scan(warm, state, None, length=settings.warmup)
-    _, (alpha, diverging, steps) = jax.lax.scan(draw, state, None, length=settings.samples)
+    # One scan over warm-up and draws, NumPyro's state telling them apart: one copy
+    # of its tree builder to compile, not two, and room for the kept draws only. On
+    # CPU a first call on 24 fits took 37 s against 49 with two scans (dense mass:
+    # 33 against 43), the numbers bit for bit alike (ad hoc, 2026-11-27).
+    kept = (jnp.zeros(settings.samples, state.z.dtype), jnp.zeros(settings.samples, bool))
+    (_, alpha, diverging), steps = jax.lax.scan(
+        transition, (state, *kept), jnp.arange(settings.warmup + settings.samples)
+    )
+    warm_steps, steps = steps[: settings.warmup], steps[settings.warmup :]
     depth = jnp.log2(steps.astype(alpha.dtype) + 1.0)
     return ChainDraws(
         alpha=alpha,

@@ -4,7 +4,8 @@ One batched NUTS call (default settings: 4 chains × (500 + 1000), the
 one-leapfrog-per-iteration loop) fits the published table's expected counts
 and count tuples drawn across the issue's ranges (edge cases and known ρ, η
 included): over 200 sampled fits, each compared with its exact posterior.
-NumPyro's lock-step loop is held to the same bounds on a subset.
+NumPyro's lock-step loop is held to the same bounds on a subset, with a
+diagonal mass matrix and with a dense one.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -59,18 +60,22 @@ def test_nuts_agrees_with_quadrature_on_200_tuples(agreement):
     np.testing.assert_allclose(fit.post_sd[~sampled], exact.post_sd[~sampled], rtol=1e-12)
 
 
-def test_transition_loop_agrees_with_quadrature(agreement):
+@pytest.mark.parametrize("dense_mass", [False, True], ids=["diagonal", "dense"])
+def test_transition_loop_agrees_with_quadrature(agreement, dense_mass):
     """NumPyro's own loop (``loop="transition"``) on every ninth sampled lane.
 
     The default loop (kernels/stepwise.py) runs the same NUTS one leapfrog at
-    a time; this keeps the lock-step alternative held to the same bounds.
+    a time; this keeps the lock-step alternative held to the same bounds, with
+    a diagonal mass matrix and with a dense one (``dense_mass``, which only
+    this loop adapts).
     """
     _, c, exact, fit = agreement
     index = np.flatnonzero(~fit.exact)[::9]
     b = len(c.n_m)
     keys = lane_keys(3, np.stack([np.arange(b), np.ones(b)], 1), np.zeros(b))[index]
     lanes = jax.tree.map(lambda x: np.asarray(x)[index], c)
-    other = fit_lanes(lanes, keys, "nuts", nuts=NUTSSettings(loop="transition"))
+    settings = NUTSSettings(loop="transition", dense_mass=dense_mass)
+    other = fit_lanes(lanes, keys, "nuts", nuts=settings)
     assert len(index) >= 20
     mcse = other.post_sd / np.sqrt(other.ess)
     assert np.all(np.abs(other.post_mean - exact.post_mean[index]) <= 5 * mcse)
