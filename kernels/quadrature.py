@@ -729,7 +729,9 @@ def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
     density = jnp.exp(log_density)
     mass = jnp.sum(density * w, axis=1)
     cumulative = jnp.cumsum(mass)
-    panel = jnp.clip(jnp.searchsorted(cumulative, q), 0, mass.shape[0] - 1)
+    # Compared with every end at once: a binary search is a loop, which on a GPU
+    # waits on the host at every trip.
+    panel = jnp.clip(jnp.searchsorted(cumulative, q, method="compare_all"), 0, mass.shape[0] - 1)
     target = q - (cumulative[panel] - mass[panel])
     log_values = log_density[panel]
     smooth = jnp.all(jnp.isfinite(log_values))

@@ -1,0 +1,143 @@
+"""What each quadrature rule's program is made of, as an accelerator runs it (lanes vmapped whole).
+
+On an H100 a rule's call cost about the same whatever its lanes (Gauss–Hermite
+5.3 ms with 16,384 lanes, 6.5 with 1024), and each rule's cost a call
+follows the trips of its programs' loops more than its arithmetic. This
+prints, for each rule's program compiled on the machine it runs on:
+
+- ``loops``: each while loop XLA left in the program, with its trip count where
+  XLA knows it (None where it depends on the data: a Newton search until it
+  stops moving), and ``trips``, the known trips of one call (inner loops
+  counted once per outer trip). On a GPU each trip waits for the device to
+  tell the host whether to go on;
+- XLA's cost analysis a lane: flops, transcendentals and bytes accessed, each
+  loop body counted once (so a lower bound where loops do real work);
+- the program's scratch memory a lane, and how long it took to compile.
+
+``python scripts/quadrature_programs.py --lanes 1024`` writes
+``benchmarks/results/quadrature-programs-<device>-<time>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from result_record import provenance, write_record  # noqa: E402 - beside this script
+
+from kernels.counts import Counts  # noqa: E402
+from kernels.gauss_hermite import AlphaTRule, LaplaceRule, alpha_t_summary, laplace_summary  # noqa: E402
+from kernels.quadrature import (  # noqa: E402
+    HermiteTRule,
+    QuadratureRule,
+    hermite_t_summary,
+    posterior_summary,
+)
+from kernels.t_outer import TOuterRule, t_outer_summary  # noqa: E402
+
+LEVEL = 0.95
+
+#: Each rule's program with the driver's default settings (sweep.fits' _quadrature_stages).
+PROGRAMS = {
+    "gauss_hermite_logit": lambda c: laplace_summary(c, False, LEVEL, LaplaceRule()),
+    "gauss_hermite_ridge": lambda c: laplace_summary(c, True, LEVEL, LaplaceRule()),
+    "hermite_alpha_t": lambda c: alpha_t_summary(c, LEVEL, AlphaTRule(), QuadratureRule()),
+    "t_outer": lambda c: t_outer_summary(c, LEVEL, TOuterRule()),
+    "hermite_t": lambda c: hermite_t_summary(c, LEVEL, QuadratureRule(), HermiteTRule(), False),
+    "hermite_t_exact_s": lambda c: hermite_t_summary(
+        c, LEVEL, QuadratureRule(), HermiteTRule(), True
+    ),
+    "nested": lambda c: posterior_summary(c, "full", LEVEL, QuadratureRule(), False),
+    "nested_exact_s": lambda c: posterior_summary(c, "full", LEVEL, QuadratureRule(), True),
+}
+
+_HEADER = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$")
+_WHILE = re.compile(r"while\(.*?condition=%?([\w.\-]+), body=%?([\w.\-]+)")
+_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"')
+
+
+def while_loops(hlo: str) -> dict[str, list[tuple[str, str, int | None]]]:
+    """Per computation of compiled HLO text: its while loops' (condition, body, known trips)."""
+    loops: dict[str, list[tuple[str, str, int | None]]] = {}
+    computation = None
+    for line in hlo.splitlines():
+        header = _HEADER.match(line)
+        if header:
+            computation = header.group(1)
+            continue
+        found = _WHILE.search(line)
+        if found and computation is not None:
+            trips = _TRIPS.search(line)
+            loops.setdefault(computation, []).append(
+                (found.group(1), found.group(2), int(trips.group(1)) if trips else None)
+            )
+    return loops
+
+
+def known_trips(loops, computation: str) -> int:
+    """Known loop trips one run of ``computation`` makes (an unknown count as one trip)."""
+    total = 0
+    for condition, body, trips in loops.get(computation, []):
+        inner = known_trips(loops, body) + known_trips(loops, condition)
+        total += (trips or 1) * (1 + inner)
+    return total
+
+
+def anatomy(fn, lanes: int) -> dict:
+    """The loops, costs and memory of ``jax.vmap(fn)`` compiled for ``lanes`` lanes."""
+    zeros = Counts(
+        **{f: jnp.zeros(lanes, bool if f == "rho_eta_known" else float) for f in Counts._fields}
+    )
+    lowered = jax.jit(jax.vmap(fn)).lower(zeros)
+    start = time.perf_counter()
+    compiled = lowered.compile()
+    compile_s = time.perf_counter() - start
+    hlo = compiled.as_text()
+    loops = while_loops(hlo)
+    entry = next(
+        m.group(1) for m in map(_HEADER.match, hlo.splitlines()) if m and "ENTRY" in m.string
+    )
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    memory = compiled.memory_analysis()
+    return {
+        "compile_s": round(compile_s, 2),
+        "loops": [trips for found in loops.values() for _, _, trips in found],
+        "trips": known_trips(loops, entry),
+        "per_lane": {
+            key: cost[key] / lanes
+            for key in ("flops", "transcendentals", "bytes accessed")
+            if key in cost
+        },
+        "scratch_bytes_per_lane": memory.temp_size_in_bytes / lanes if memory else None,
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lanes", type=int, default=1024)
+    parser.add_argument("--rules", nargs="+", choices=sorted(PROGRAMS), default=list(PROGRAMS))
+    parser.add_argument("--out", default="benchmarks/results")
+    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    result = {**provenance("quadrature_programs.py", argv), "lanes": args.lanes, "programs": {}}
+    for rule in args.rules:
+        result["programs"][rule] = anatomy(PROGRAMS[rule], args.lanes)
+        print(rule, result["programs"][rule], flush=True)
+    path = write_record(result, args.out, f"quadrature-programs-{jax.devices()[0].platform}")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
