@@ -25,6 +25,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 
@@ -65,31 +66,57 @@ PROGRAMS = {
 _HEADER = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$")
 _WHILE = re.compile(r"while\(.*?condition=%?([\w.\-]+), body=%?([\w.\-]+)")
 _TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"')
+_CALLS = re.compile(r"(?:to_apply|calls)=%?([\w.\-]+)")
 
 
-def while_loops(hlo: str) -> dict[str, list[tuple[str, str, int | None]]]:
-    """Per computation of compiled HLO text: its while loops' (condition, body, known trips)."""
+class Loops(NamedTuple):
+    """The while loops of compiled HLO text, and what calls what.
+
+    Attributes:
+        loops: per computation, its while loops' (condition, body, known trips or None).
+        calls: per computation, the computations its other instructions call.
+        entry: the entry computation's name.
+    """
+
+    loops: dict[str, list[tuple[str, str, int | None]]]
+    calls: dict[str, list[str]]
+    entry: str
+
+
+def while_loops(hlo: str) -> Loops:
+    """The while loops of compiled HLO text (a ``Compiled.as_text()``)."""
     loops: dict[str, list[tuple[str, str, int | None]]] = {}
-    computation = None
+    calls: dict[str, list[str]] = {}
+    computation = entry = None
     for line in hlo.splitlines():
         header = _HEADER.match(line)
         if header:
             computation = header.group(1)
+            entry = computation if line.startswith("ENTRY") else entry
+            continue
+        if computation is None:
             continue
         found = _WHILE.search(line)
-        if found and computation is not None:
+        if found:
             trips = _TRIPS.search(line)
             loops.setdefault(computation, []).append(
                 (found.group(1), found.group(2), int(trips.group(1)) if trips else None)
             )
-    return loops
+        else:
+            calls.setdefault(computation, []).extend(_CALLS.findall(line))
+    return Loops(loops, calls, entry)
 
 
-def known_trips(loops, computation: str) -> int:
-    """Known loop trips one run of ``computation`` makes (an unknown count as one trip)."""
-    total = 0
-    for condition, body, trips in loops.get(computation, []):
-        inner = known_trips(loops, body) + known_trips(loops, condition)
+def known_trips(program: Loops, computation: str | None = None) -> int:
+    """Loop trips one run of ``computation`` (by default the entry) makes.
+
+    A loop inside another counts once per outer trip, a loop of unknown trips
+    as one trip; loops in called computations count where they are called.
+    """
+    computation = computation or program.entry
+    total = sum(known_trips(program, callee) for callee in program.calls.get(computation, []))
+    for condition, body, trips in program.loops.get(computation, []):
+        inner = known_trips(program, body) + known_trips(program, condition)
         total += (trips or 1) * (1 + inner)
     return total
 
@@ -104,17 +131,14 @@ def anatomy(fn, lanes: int) -> dict:
     compiled = lowered.compile()
     compile_s = time.perf_counter() - start
     hlo = compiled.as_text()
-    loops = while_loops(hlo)
-    entry = next(
-        m.group(1) for m in map(_HEADER.match, hlo.splitlines()) if m and "ENTRY" in m.string
-    )
+    program = while_loops(hlo)
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     memory = compiled.memory_analysis()
     return {
         "compile_s": round(compile_s, 2),
-        "loops": [trips for found in loops.values() for _, _, trips in found],
-        "trips": known_trips(loops, entry),
+        "loops": [trips for found in program.loops.values() for _, _, trips in found],
+        "trips": known_trips(program),
         "per_lane": {
             key: cost[key] / lanes
             for key in ("flops", "transcendentals", "bytes accessed")
