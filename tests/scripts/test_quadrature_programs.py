@@ -23,11 +23,8 @@ def test_loops_are_found_with_their_trips_and_inner_loops_count_per_outer_trip()
 
     hlo = jax.jit(program).lower(jnp.ones(5)).compile().as_text()
     found = while_loops(hlo)
-    assert sorted((trips or 0) for loops in found.loops.values() for *_, trips in loops) == [
-        0,
-        3,
-        7,
-    ]
+    trips = sorted((n or 0) for loops in found.loops.values() for *_, n in loops)
+    assert trips == [0, 3, 7]  # 0: unknown
     # 3 outer trips, each with 7 inner ones, and the unknown loop counted as one trip.
     assert known_trips(found) == 3 * (1 + 7) + 1
 
