@@ -1,9 +1,10 @@
 """What each quadrature rule's program is made of, as an accelerator runs it (lanes vmapped whole).
 
-On an H100 a rule's call cost about the same whatever its lanes (Gauss–Hermite
-5.3 ms with 16,384 lanes, 6.5 with 1024), and each rule's cost a call
-follows the trips of its programs' loops more than its arithmetic. This
-prints, for each rule's program compiled on the machine it runs on:
+On an H100 a Gauss–Hermite call cost about the same whatever its lanes
+(5.3 ms with 16,384 lanes, 6.5 with 1024), and the rules' calls of 1024
+lanes seemed to cost by the trips of their loops more than by their
+arithmetic. This prints, for each rule's program compiled on the machine it
+runs on:
 
 - ``loops``: each while loop XLA left in the program, with its trip count where
   XLA knows it (None where it depends on the data: a Newton search until it
