@@ -39,29 +39,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from kernels.counts import Counts  # noqa: E402
-from kernels.gauss_hermite import AlphaTRule, LaplaceRule, alpha_t_summary, laplace_summary  # noqa: E402
-from kernels.quadrature import (  # noqa: E402
-    HermiteTRule,
-    QuadratureRule,
-    hermite_t_summary,
-    posterior_summary,
+from kernels.gauss_hermite import AlphaTRule, LaplaceRule  # noqa: E402
+from kernels.quadrature import HermiteTRule, QuadratureRule  # noqa: E402
+from kernels.t_outer import TOuterRule  # noqa: E402
+from sweep.fits import (  # noqa: E402
+    _alpha_t_fn,
+    _hermite_t_fn,
+    _laplace_fn,
+    _quadrature_fn,
+    _t_outer_fn,
 )
-from kernels.t_outer import TOuterRule, t_outer_summary  # noqa: E402
 
 LEVEL = 0.95
 
-#: Each rule's program with the driver's default settings (sweep.fits' _quadrature_stages).
+#: Each rule's program as the driver builds it on an accelerator (no groups:
+#: lanes vmapped whole), with its default settings; the factories are
+#: sweep.fits' own, so this reads the programs the driver runs.
 PROGRAMS = {
-    "gauss_hermite_logit": lambda c: laplace_summary(c, False, LEVEL, LaplaceRule()),
-    "gauss_hermite_ridge": lambda c: laplace_summary(c, True, LEVEL, LaplaceRule()),
-    "hermite_alpha_t": lambda c: alpha_t_summary(c, LEVEL, AlphaTRule(), QuadratureRule()),
-    "t_outer": lambda c: t_outer_summary(c, LEVEL, TOuterRule()),
-    "hermite_t": lambda c: hermite_t_summary(c, LEVEL, QuadratureRule(), HermiteTRule(), False),
-    "hermite_t_exact_s": lambda c: hermite_t_summary(
-        c, LEVEL, QuadratureRule(), HermiteTRule(), True
-    ),
-    "nested": lambda c: posterior_summary(c, "full", LEVEL, QuadratureRule(), False),
-    "nested_exact_s": lambda c: posterior_summary(c, "full", LEVEL, QuadratureRule(), True),
+    "gauss_hermite_logit": lambda: _laplace_fn(False, LEVEL, LaplaceRule()),
+    "gauss_hermite_ridge": lambda: _laplace_fn(True, LEVEL, LaplaceRule()),
+    "hermite_alpha_t": lambda: _alpha_t_fn(LEVEL, QuadratureRule(), AlphaTRule(), None),
+    "t_outer": lambda: _t_outer_fn(LEVEL, TOuterRule(), None),
+    "hermite_t": lambda: _hermite_t_fn(LEVEL, QuadratureRule(), HermiteTRule(), None, False),
+    "hermite_t_exact_s": lambda: _hermite_t_fn(LEVEL, QuadratureRule(), HermiteTRule(), None, True),
+    "nested": lambda: _quadrature_fn("full", LEVEL, QuadratureRule(), None, False),
+    "nested_exact_s": lambda: _quadrature_fn("full", LEVEL, QuadratureRule(), None, True),
 }
 
 _HEADER = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$")
@@ -122,12 +124,12 @@ def known_trips(program: Loops, computation: str | None = None) -> int:
     return total
 
 
-def anatomy(fn, lanes: int) -> dict:
-    """The loops, costs and memory of ``jax.vmap(fn)`` compiled for ``lanes`` lanes."""
+def anatomy(program, lanes: int) -> dict:
+    """The loops, costs and memory of ``program`` (a :data:`PROGRAMS` factory's) at ``lanes``."""
     zeros = Counts(
         **{f: jnp.zeros(lanes, bool if f == "rho_eta_known" else float) for f in Counts._fields}
     )
-    lowered = jax.jit(jax.vmap(fn)).lower(zeros)
+    lowered = program.lower(zeros)
     start = time.perf_counter()
     compiled = lowered.compile()
     compile_s = time.perf_counter() - start
@@ -158,7 +160,7 @@ def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     result = {**provenance("quadrature_programs.py", argv), "lanes": args.lanes, "programs": {}}
     for rule in args.rules:
-        result["programs"][rule] = anatomy(PROGRAMS[rule], args.lanes)
+        result["programs"][rule] = anatomy(PROGRAMS[rule](), args.lanes)
         print(rule, result["programs"][rule], flush=True)
     path = write_record(result, args.out, f"quadrature-programs-{jax.devices()[0].platform}")
     print(f"wrote {path}")

@@ -30,7 +30,7 @@ def test_loops_are_found_with_their_trips_and_inner_loops_count_per_outer_trip()
 
 
 def test_a_rule_s_anatomy_names_its_quantile_loops_and_its_costs():
-    found = anatomy(PROGRAMS["nested_exact_s"], 8)
+    found = anatomy(PROGRAMS["nested_exact_s"](), 8)
     assert found["loops"].count(16) == 2  # the interval's two ends, Newton within a bracket
     assert found["trips"] >= 32
     assert set(found["per_lane"]) >= {"flops", "transcendentals", "bytes accessed"}
