@@ -1,16 +1,21 @@
 """What each quadrature rule's program is made of, as an accelerator runs it (lanes vmapped whole).
 
 On an H100 a Gauss–Hermite call cost about the same whatever its lanes
-(5.3 ms with 16,384 lanes, 6.5 with 1024), and the rules' calls of 1024
-lanes seemed to cost by the trips of their loops more than by their
-arithmetic. This prints, for each rule's program compiled on the machine it
-runs on:
+(5.3 ms with 16,384 lanes, 6.5 with 1024): its cost is not its arithmetic.
+This prints, for each rule's program compiled on the machine it runs on:
 
 - ``loops``: each while loop XLA left in the program, with its trip count where
   XLA knows it (None where it depends on the data: a Newton search until it
   stops moving), and ``trips``, the known trips of one call (inner loops
-  counted once per outer trip). On a GPU each trip waits for the device to
-  tell the host whether to go on;
+  counted once per outer trip, a loop of unknown trips as one). On a GPU
+  XLA runs a loop of known trips by launching its body that many times
+  from the host without waiting (``WhileThunk`` with a trip count); at each
+  trip of any other loop the host copies the condition back and waits;
+- ``kernels``: the kernels one call launches, each loop's body and condition
+  counted once per trip (a loop of unknown trips as one): the fusions and
+  other instructions XLA left outside fusions. A fusion is one kernel on a
+  GPU, so on a GPU this counts its launches; on CPU, where it is counted
+  from XLA's CPU fusions, it only approximates them;
 - XLA's cost analysis a lane: flops, transcendentals and bytes accessed, each
   loop body counted once (so a lower bound where loops do real work);
 - the program's scratch memory a lane, and how long it took to compile.
@@ -67,22 +72,34 @@ PROGRAMS = {
 }
 
 _HEADER = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$")
-_WHILE = re.compile(r"while\(.*?condition=%?([\w.\-]+), body=%?([\w.\-]+)")
+#: An instruction's opcode: the first ``name(`` after its ``=`` and result shape.
+_OPCODE = re.compile(r"=\s.*?\s([a-z][a-z0-9\-]*)\(")
+_WHILE = re.compile(r"condition=%?([\w.\-]+), body=%?([\w.\-]+)")
 _TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"')
-_CALLS = re.compile(r"(?:to_apply|calls)=%?([\w.\-]+)")
+#: The computations a call or conditional runs (not a fusion's or a reduction's).
+_RUNS = re.compile(
+    r"(?:to_apply=|_computation=|branch_computations=\{)%?([\w.\-]+(?:, %[\w.\-]+)*)"
+)
+#: Instructions that launch nothing: they name, pack or unpack buffers.
+_NO_KERNEL = frozenset({"parameter", "get-tuple-element", "tuple", "constant", "bitcast"})
 
 
 class Loops(NamedTuple):
-    """The while loops of compiled HLO text, and what calls what.
+    """The while loops of compiled HLO text, and what runs what.
 
     Attributes:
         loops: per computation, its while loops' (condition, body, known trips or None).
-        calls: per computation, the computations its other instructions call.
+        calls: per computation, the computations its call and conditional
+            instructions run (control flow; not the bodies of fusions).
+        kernels: per computation, its instructions that launch a kernel of
+            their own (anything but a loop, a call, a conditional, or one that
+            only names buffers; a conditional's own predicate counts one).
         entry: the entry computation's name.
     """
 
     loops: dict[str, list[tuple[str, str, int | None]]]
     calls: dict[str, list[str]]
+    kernels: dict[str, int]
     entry: str
 
 
@@ -90,6 +107,7 @@ def while_loops(hlo: str) -> Loops:
     """The while loops of compiled HLO text (a ``Compiled.as_text()``)."""
     loops: dict[str, list[tuple[str, str, int | None]]] = {}
     calls: dict[str, list[str]] = {}
+    kernels: dict[str, int] = {}
     computation = entry = None
     for line in hlo.splitlines():
         header = _HEADER.match(line)
@@ -97,17 +115,23 @@ def while_loops(hlo: str) -> Loops:
             computation = header.group(1)
             entry = computation if line.startswith("ENTRY") else entry
             continue
-        if computation is None:
+        opcode = _OPCODE.search(line) if computation is not None else None
+        if opcode is None:
             continue
-        found = _WHILE.search(line)
-        if found:
+        op = opcode.group(1)
+        if op == "while":
+            found = _WHILE.search(line)
             trips = _TRIPS.search(line)
             loops.setdefault(computation, []).append(
                 (found.group(1), found.group(2), int(trips.group(1)) if trips else None)
             )
-        else:
-            calls.setdefault(computation, []).extend(_CALLS.findall(line))
-    return Loops(loops, calls, entry)
+        elif op in ("call", "conditional"):
+            for names in _RUNS.findall(line):
+                calls.setdefault(computation, []).extend(n.lstrip("%") for n in names.split(", "))
+            kernels[computation] = kernels.get(computation, 0) + (op == "conditional")
+        elif op not in _NO_KERNEL:
+            kernels[computation] = kernels.get(computation, 0) + 1
+    return Loops(loops, calls, kernels, entry)
 
 
 def known_trips(program: Loops, computation: str | None = None) -> int:
@@ -121,6 +145,21 @@ def known_trips(program: Loops, computation: str | None = None) -> int:
     for condition, body, trips in program.loops.get(computation, []):
         inner = known_trips(program, body) + known_trips(program, condition)
         total += (trips or 1) * (1 + inner)
+    return total
+
+
+def kernels_a_call(program: Loops, computation: str | None = None) -> int:
+    """Kernels one run of ``computation`` (by default the entry) launches.
+
+    Each loop's body and condition count once per trip (a loop of unknown
+    trips as one trip); a conditional counts every branch (an upper bound).
+    """
+    computation = computation or program.entry
+    total = program.kernels.get(computation, 0)
+    total += sum(kernels_a_call(program, callee) for callee in program.calls.get(computation, []))
+    for condition, body, trips in program.loops.get(computation, []):
+        inner = kernels_a_call(program, body) + kernels_a_call(program, condition)
+        total += (trips or 1) * inner
     return total
 
 
@@ -142,6 +181,7 @@ def anatomy(program, lanes: int) -> dict:
         "compile_s": round(compile_s, 2),
         "loops": [trips for found in program.loops.values() for _, _, trips in found],
         "trips": known_trips(program),
+        "kernels": kernels_a_call(program),
         "per_lane": {
             key: cost[key] / lanes
             for key in ("flops", "transcendentals", "bytes accessed")
