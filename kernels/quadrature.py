@@ -729,8 +729,8 @@ def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
     density = jnp.exp(log_density)
     mass = jnp.sum(density * w, axis=1)
     cumulative = jnp.cumsum(mass)
-    # Compared with every end at once: a binary search is a loop, which on a GPU
-    # waits on the host at every trip.
+    # Compared with every end at once: a binary search is a loop, and on a GPU each
+    # trip launches its own kernels.
     panel = jnp.clip(jnp.searchsorted(cumulative, q, method="compare_all"), 0, mass.shape[0] - 1)
     target = q - (cumulative[panel] - mass[panel])
     log_values = log_density[panel]
