@@ -74,7 +74,9 @@ Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--base
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -704,7 +706,9 @@ def main(argv=None) -> None:
     # Programs compiled ahead are found here by the timed calls (see timed_fits);
     # a cache named by JAX_COMPILATION_CACHE_DIR also serves later runs.
     if not jax.config.jax_compilation_cache_dir:
-        jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="bench-xla-"))
+        own_cache = tempfile.mkdtemp(prefix="bench-xla-")  # this run's alone: removed at exit
+        atexit.register(shutil.rmtree, own_cache, ignore_errors=True)
+        jax.config.update("jax_compilation_cache_dir", own_cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     WARM_UP = args.warm_up
