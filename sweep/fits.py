@@ -473,12 +473,17 @@ class Stage(NamedTuple):
             lanes it could ever accept; the others skip it.
         size: None, or the lanes in each of its chunks, in place of the
             plan's (:func:`plan_chunks`' ``rule_chunks``).
+        group: None, or the lanes its calls compute at a time, one group
+            after another, and only the groups that hold lanes
+            (:func:`_in_groups`; on CPU); None: a call computes its whole
+            chunk, padding included.
     """
 
     rule: str
     fn: Callable
     allows: Callable | None = None
     size: int | None = None
+    group: int | None = None
 
 
 class Chunk(NamedTuple):
@@ -625,7 +630,9 @@ def fit_lanes(
                 chunk
                 for fallbacks, size, index in rejected
                 for stages, lanes in _route(fallbacks, index, counts)
-                for chunk in _staged_chunks(stages, lanes, size)
+                for chunk in _staged_chunks(
+                    stages, lanes, size, _spread(stages[0], len(lanes), size, workers)
+                )
             ]
     finally:
         pool.shutdown(cancel_futures=True)  # after an error, start no more chunks
@@ -643,6 +650,26 @@ def _route(stages: tuple[Stage, ...], index: np.ndarray, counts: Counts):
         stages, index = stages[1:], index[~allowed]
     if stages and len(index):
         yield stages, index
+
+
+def _spread(stage: Stage, lanes: int, size: int, workers: int) -> int | None:
+    """How many calls a later pass's ``lanes`` for ``stage`` make, if not calls of ``size``.
+
+    A rule whose calls compute their lanes in groups (:attr:`Stage.group`)
+    costs its groups, not its padding. So a pass's lanes for it that would
+    make fewer calls than there are workers are split into one call per
+    worker, each padded to the same size, as long as each has a group of
+    lanes to compute. On 1000 of the benchmark's lanes the second pass sent
+    the middle rule 17 lanes: one call of three groups of 8, ~40 ms on one
+    core while the other finished the pass's three small calls and waited.
+    A lane's numbers do not depend on which lanes share its call. None:
+    calls of ``size``.
+    """
+    if stage.group is None:
+        return None
+    calls = -(-lanes // (stage.size or size))
+    wanted = min(workers, -(-lanes // stage.group))
+    return wanted if wanted > calls else None
 
 
 def _staged_chunks(
@@ -876,30 +903,31 @@ def _quadrature_stages(
     if kind != "full":
         return (Stage(kind, _quadrature_fn(kind, level, rule)),)
     group = (CPU_EXACT_PAIRED_GROUP if exact_paired else CPU_NESTED_GROUP) if on_cpu else None
-    stages = [Stage("nested", _quadrature_fn(kind, level, rule, group, exact_paired))]
+    stages = [Stage("nested", _quadrature_fn(kind, level, rule, group, exact_paired), group=group)]
     # On an accelerator the middle rule's pass cost more than it saved: on an
     # H100 the driver without it ran at 62,600 and 81,300 posteriors/s on
     # 10^4 and 10^5 of the benchmark's lanes, with it 50,500 and 72,000 (as
     # fast at 10^3; kernels-gpu-20261125-094716.json, -100215.json, -100337.json),
     # so there it runs only with ``middle_rules``.
     if hermite_t is not None and middle_rules:
-        fn = _hermite_t_fn(
-            level, rule, hermite_t, CPU_HERMITE_T_GROUP if on_cpu else None, exact_paired
-        )
-        stages.insert(0, Stage("hermite_t", fn, hermite_t_allows))
+        group = CPU_HERMITE_T_GROUP if on_cpu else None
+        fn = _hermite_t_fn(level, rule, hermite_t, group, exact_paired)
+        stages.insert(0, Stage("hermite_t", fn, hermite_t_allows, group=group))
     # Only where the s rule is not exact: with s exact (N_ρη ≤ 15) the rule
     # accepted 3 of the benchmark's 526 such lanes (ad hoc), which the middle
     # rule takes at 0.3 ms a lane. Not yet measured on an accelerator: there only
     # with ``middle_rules``.
     if alpha_t is not None and middle_rules and not exact_paired:
-        fn = _alpha_t_fn(level, rule, alpha_t, CPU_ALPHA_T_GROUP if on_cpu else None)
-        stages.insert(0, Stage("hermite_alpha_t", fn, hermite_t_allows))
+        group = CPU_ALPHA_T_GROUP if on_cpu else None
+        fn = _alpha_t_fn(level, rule, alpha_t, group)
+        stages.insert(0, Stage("hermite_alpha_t", fn, hermite_t_allows, group=group))
     # With s exact (N_ρη ≤ 15), t outermost: no kink in t to rule lanes out,
     # and each t node's α panels break at the kinks exactly. Not yet measured
     # on an accelerator: there only with ``middle_rules``.
     if t_outer is not None and middle_rules and exact_paired:
-        fn = _t_outer_fn(level, t_outer, CPU_T_OUTER_GROUP if on_cpu else None)
-        stages.insert(0, Stage("t_outer", fn))
+        group = CPU_T_OUTER_GROUP if on_cpu else None
+        fn = _t_outer_fn(level, t_outer, group)
+        stages.insert(0, Stage("t_outer", fn, group=group))
     if laplace is not None and ridge is not None:
         stages.insert(0, Stage("gauss_hermite", _laplace_fn(ridge, level, laplace)))
     return tuple(stages)
