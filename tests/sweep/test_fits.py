@@ -16,7 +16,9 @@ from sweep.fits import (
     CPU_QUADRATURE_CHUNK,
     FULL_MODEL_RULES,
     MIN_BATCH,
+    Stage,
     _nuts_fn,
+    _spread,
     _staged_chunks,
     default_chunk_size,
     default_workers,
@@ -232,6 +234,8 @@ def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhe
     assert sizes.pop("gauss_hermite") == {4096}
     assert set(sizes) >= {"hermite_alpha_t", "t_outer", "hermite_t", "nested"}
     assert all(size == {ACCELERATOR_QUADRATURE_CHUNK} for size in sizes.values())
+    # On an accelerator a call computes its whole chunk: no rule runs in groups there.
+    assert all(stage.group is None for ch in plan for stage in ch.fallbacks)
     # A lane a rule rejects goes on in chunks of the next rule's size, not the rejecting one's.
     (chunk, *_) = (ch for ch in plan if ch.rule == "gauss_hermite" and ch.fallbacks)
     (first, *_) = _staged_chunks(chunk.fallbacks, chunk.piece[:3], len(chunk.padded))
@@ -243,6 +247,22 @@ def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhe
         for r in (ch.rule, *(st.rule for st in ch.fallbacks))
     }
     assert rules == {"beta", "known", "gauss_hermite", "nested"}
+
+
+def test_a_later_pass_spreads_a_grouped_rule_s_few_lanes_over_the_workers():
+    """One call per worker for a rule computed in groups, as long as each has a group."""
+    grouped, whole = Stage("hermite_t", None, group=8), Stage("gauss_hermite", None)
+    assert _spread(grouped, 17, 64, 2) == 2  # three groups of 8: a call for each worker
+    assert _spread(grouped, 17, 64, 8) == 3  # no more calls than groups
+    assert _spread(grouped, 17, 64, 1) is None
+    assert _spread(grouped, 8, 64, 2) is None  # one group: one call
+    assert _spread(grouped, 130, 64, 2) is None  # three calls already
+    assert _spread(grouped._replace(size=16), 40, 64, 2) is None  # its own chunks: three calls
+    assert _spread(whole, 17, 64, 2) is None  # a call computes its whole chunk: no gain
+    # Each piece a chunk of the same size, every lane in one of them.
+    pieces = _staged_chunks((grouped,), np.arange(17), 64, _spread(grouped, 17, 64, 2))
+    assert [len(ch.padded) for ch in pieces] == [64, 64]
+    assert sorted(np.concatenate([ch.piece for ch in pieces])) == list(range(17))
 
 
 def ridge_lanes(b: int, seed: int):
