@@ -667,9 +667,18 @@ def _spread(stage: Stage, lanes: int, size: int, workers: int) -> int | None:
     """
     if stage.group is None:
         return None
-    calls = -(-lanes // (stage.size or size))
-    wanted = min(workers, -(-lanes // stage.group))
-    return wanted if wanted > calls else None
+    return _calls_per_worker(lanes, stage.size or size, stage.group, workers)
+
+
+def _calls_per_worker(lanes: int, size: int, least: int, workers: int) -> int | None:
+    """One call per worker for ``lanes``, if calls of ``size`` would be fewer than ``workers``.
+
+    As many calls as ``workers``, but no more than give each at least
+    ``least`` lanes; None where that is no more calls than calls of ``size``
+    would make (:func:`_spread`, :func:`_nuts_pieces`).
+    """
+    wanted = min(workers, -(-lanes // least))
+    return wanted if wanted > -(-lanes // size) else None
 
 
 def _staged_chunks(
@@ -876,8 +885,7 @@ def _nuts_pieces(group: int, size: int, chains: int, workers: int, slots: int | 
     not depend on its call (:func:`kernels.stepwise.run_queue`). None: calls
     of ``size``.
     """
-    wanted = min(workers, -(-group // _fits_to_fill(slots or CPU_NUTS_SLOTS, chains)))
-    return wanted if wanted > -(-group // size) else None
+    return _calls_per_worker(group, size, _fits_to_fill(slots or CPU_NUTS_SLOTS, chains), workers)
 
 
 def _quadrature_stages(
