@@ -140,12 +140,7 @@ def known_trips(program: Loops, computation: str | None = None) -> int:
     A loop inside another counts once per outer trip, a loop of unknown trips
     as one trip; loops in called computations count where they are called.
     """
-    computation = computation or program.entry
-    total = sum(known_trips(program, callee) for callee in program.calls.get(computation, []))
-    for condition, body, trips in program.loops.get(computation, []):
-        inner = known_trips(program, body) + known_trips(program, condition)
-        total += (trips or 1) * (1 + inner)
-    return total
+    return _tally(program, computation or program.entry, lambda _: 0, 1)
 
 
 def kernels_a_call(program: Loops, computation: str | None = None) -> int:
@@ -154,12 +149,21 @@ def kernels_a_call(program: Loops, computation: str | None = None) -> int:
     Each loop's body and condition count once per trip (a loop of unknown
     trips as one trip); a conditional counts every branch (an upper bound).
     """
-    computation = computation or program.entry
-    total = program.kernels.get(computation, 0)
-    total += sum(kernels_a_call(program, callee) for callee in program.calls.get(computation, []))
+    return _tally(program, computation or program.entry, lambda c: program.kernels.get(c, 0), 0)
+
+
+def _tally(program: Loops, computation: str, own, per_trip: int) -> int:
+    """``own(c)`` summed over a run of ``computation`` and all it runs, plus ``per_trip`` a trip.
+
+    Called computations count where they are called, a loop's body and
+    condition once a trip (a loop of unknown trips as one trip).
+    """
+    total = own(computation)
+    for callee in program.calls.get(computation, []):
+        total += _tally(program, callee, own, per_trip)
     for condition, body, trips in program.loops.get(computation, []):
-        inner = kernels_a_call(program, body) + kernels_a_call(program, condition)
-        total += (trips or 1) * inner
+        inner = _tally(program, body, own, per_trip) + _tally(program, condition, own, per_trip)
+        total += (trips or 1) * (per_trip + inner)
     return total
 
 
