@@ -17,12 +17,12 @@ the share of lanes each rule took.
 
 Prints and writes as JSON under benchmarks/results/ the worst and median
 |Δ posterior SD|, the worst |Δ mean|, and the worst and median |Δ interval
-end| (95 % central interval) with the number of lanes beyond 1e-6, for each
-set. tests/kernels/test_quadrature.py asserts the issue's 1e-5 on smaller sets
-of the same kind; this records all of them.
+end| (central interval at ``--level``, 0.95 by default) with the number of
+lanes beyond 1e-6, for each set. tests/kernels/test_quadrature.py asserts
+the issue's 1e-5 on smaller sets of the same kind; this records all of them.
 
 Usage: python scripts/quadrature_accuracy.py [--sets 120:3 240:4 400:7 300:21]
-           [--exact-max-nm 2000] [--out DIR]
+           [--exact-max-nm 2000] [--level 0.95] [--out DIR]
 """
 
 from __future__ import annotations
@@ -49,19 +49,18 @@ from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E40
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
 FINE = QuadratureRule(64, 32, 24, 30.0, 36.0)
-LEVEL = 0.95
 
 
-def summaries(counts: Counts, rule: QuadratureRule) -> np.ndarray:
+def summaries(counts: Counts, rule: QuadratureRule, level: float = 0.95) -> np.ndarray:
     """``(B, 4)``: posterior mean, SD, interval ends of the full-model lanes ``counts``."""
-    fn = jax.jit(jax.vmap(lambda c: posterior_summary(c, "full", LEVEL, rule)))
+    fn = jax.jit(jax.vmap(lambda c: posterior_summary(c, "full", level, rule)))
     return np.stack([np.asarray(v) for v in fn(counts)], axis=1)
 
 
-def driver_summaries(counts: Counts) -> tuple[np.ndarray, dict]:
+def driver_summaries(counts: Counts, level: float = 0.95) -> tuple[np.ndarray, dict]:
     """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes`; each rule's share."""
     rules = np.full(len(np.asarray(counts.n_m)), "", dtype=object)
-    fits = fit_lanes(counts, None, "quadrature", level=LEVEL, rules=rules)
+    fits = fit_lanes(counts, None, "quadrature", level=level, rules=rules)
     out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)
     return out, {rule: float(np.mean(rules == rule)) for rule in FULL_MODEL_RULES}
 
@@ -87,6 +86,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", default=["120:3", "240:4", "400:7", "300:21"])
     parser.add_argument("--exact-max-nm", type=float, default=2000.0)
+    parser.add_argument("--level", type=float, default=0.95, help="the central interval's level")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args(argv)
     rule = QuadratureRule()
@@ -94,11 +94,11 @@ def main(argv=None) -> None:
     for item in args.sets:
         n, seed = (int(v) for v in item.split(":"))
         c = full_model_lanes(n, seed)
-        ours = summaries(c, rule)
-        driver, shares = driver_summaries(c)
-        finer = summaries(c, FINE)
+        ours = summaries(c, rule, args.level)
+        driver, shares = driver_summaries(c, args.level)
+        finer = summaries(c, FINE, args.level)
         small = np.asarray(c.n_m) <= args.exact_max_nm
-        exact = exact_summaries(jax.tree.map(lambda x, small=small: x[small], c), LEVEL)
+        exact = exact_summaries(jax.tree.map(lambda x, small=small: x[small], c), args.level)
         rows.append(
             {
                 "n": n,
@@ -112,6 +112,7 @@ def main(argv=None) -> None:
         )
     result = {
         **provenance("quadrature_accuracy.py", argv),
+        "level": args.level,
         "rule": rule._asdict(),
         "reference_rule": FINE._asdict(),
         "exact_max_n_m": args.exact_max_nm,
