@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import sys
 
 import numpy as np
 import pandas as pd
@@ -13,7 +15,7 @@ import yaml
 
 import sweep
 from sweep.errors import SweepError
-from sweep.shards import device_name
+from sweep.shards import _node_name, device_name
 from tests.kernels.helpers import published_table
 
 from .helpers import CONFIGS, sorted_surface, tiny
@@ -108,6 +110,14 @@ def test_generic_readers_and_metadata(tiny_run):
         else:
             path = (out / "surface" / "*.parquet").as_posix()
             assert reader.sql(f"select count(*) from '{path}'").fetchone()[0] == 32
+
+
+def test_a_shard_computed_in_process_names_its_host_without_importing_ray(monkeypatch):
+    # Where Ray is not imported it cannot be running: asking it would import it
+    # (about 0.4 s, and Ray loaded into a process that never uses it).
+    monkeypatch.delitem(sys.modules, "ray", raising=False)
+    assert _node_name() == socket.gethostname()
+    assert "ray" not in sys.modules
 
 
 @pytest.mark.parametrize("shard_size", [1, 7, 2048])
