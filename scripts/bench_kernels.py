@@ -187,6 +187,7 @@ def timed_fits(
     t_outer=TOuterRule(),
     rules=None,
     runs=None,
+    chunk_times=None,
 ):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
@@ -204,6 +205,8 @@ def timed_fits(
     :data:`QUADRATURE_SECONDS` in all, each timed into it, and the time
     returned is the median (a run of 4096 lanes, under half a second on the
     development CPU, came out up to 15 % apart from one run to the next).
+    With ``chunk_times`` (a list), it receives the last timed run's
+    :class:`sweep.fits.ChunkTime` of each call.
     """
     plan = {
         "chunk_size": chunk,
@@ -236,9 +239,18 @@ def timed_fits(
             fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan)
 
     def fits():
+        if chunk_times is not None:
+            chunk_times.clear()
         return timed(
             lambda: fit_lanes(
-                counts, keys, method, nuts=settings, workers=workers, rules=rules, **plan
+                counts,
+                keys,
+                method,
+                nuts=settings,
+                workers=workers,
+                rules=rules,
+                chunk_times=chunk_times,
+                **plan,
             )
         )
 
@@ -395,8 +407,12 @@ def throughput(
         by_workers[str(w)]["quadrature_per_s"] = n / took
     if not nuts:
         return {**measured, **({"by_workers": by_workers} if by_workers else {})}
+    calls = {loop: [] for loop in loops}
     fitted = {
-        loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop)) for loop in loops
+        loop: timed_fits(
+            counts, keys, "nuts", None, settings._replace(loop=loop), chunk_times=calls[loop]
+        )
+        for loop in loops
     }
     seconds = {loop: s for loop, (_, s) in fitted.items()}
     first = settings._replace(loop=loops[0])
@@ -443,6 +459,11 @@ def throughput(
         # A fingerprint of each loop's fits, to compare runs across processes
         # (another XLA_FLAGS, another device).
         out[f"{names[loop]}_post_mean_sum"] = float(np.sum(np.asarray(fitted[loop][0].post_mean)))
+        # Its calls, and the host's summaries within them: with one worker (an
+        # accelerator's default) the device waits through the summaries.
+        out[f"{names[loop]}_calls"] = len(calls[loop])
+        out[f"{names[loop]}_calls_s"] = sum(t.seconds for t in calls[loop])
+        out[f"{names[loop]}_host_summaries_s"] = sum(t.host_seconds for t in calls[loop])
     if {"leapfrog", "transition"} <= seconds.keys():
         out["leapfrog_over_transition_loop"] = seconds["transition"] / seconds["leapfrog"]
     if {"leapfrog", "kernel"} <= seconds.keys():

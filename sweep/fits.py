@@ -707,13 +707,18 @@ class ChunkTime(NamedTuple):
         rule: the chunk's rule (:attr:`Chunk.rule`).
         lanes: lanes sent to it (some may be rejected and passed on).
         padded: lanes in the call, padding included.
-        seconds: wall time of the call, results copied back to the host.
+        seconds: wall time of the call, results copied back to the host
+            and, for NUTS, summarised.
+        host_seconds: of ``seconds``, the host's summaries of a NUTS call's
+            draws (0 for quadrature). With one worker, as on an accelerator,
+            the device has nothing to do meanwhile.
     """
 
     rule: str
     lanes: int
     padded: int
     seconds: float
+    host_seconds: float = 0.0
 
 
 def _timed_fit(chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summaries=None):
@@ -735,8 +740,9 @@ def _run_chunks(
     fitted = pool.map(lambda chunk: _timed_fit(chunk, counts, keys, level, summaries), chunks)
     for chunk, (values, seconds) in zip(chunks, fitted, strict=True):
         n = len(chunk.piece)
+        host_seconds = values.pop("host_seconds", 0.0)
         if chunk_times is not None:
-            chunk_times.append(ChunkTime(chunk.rule, n, len(chunk.padded), seconds))
+            chunk_times.append(ChunkTime(chunk.rule, n, len(chunk.padded), seconds, host_seconds))
         accepted = np.asarray(values.pop("accepted", np.ones(n, bool)))[:n]
         done = chunk.piece[accepted]
         for name, value in values.items():
@@ -755,7 +761,9 @@ def _run_chunks(
 def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summaries=None) -> dict:
     """One chunk's summaries as FitResults fields, for its first ``len(chunk.piece)`` lanes.
 
-    ``summaries``: None, or the executor a NUTS chunk's summaries run on.
+    ``summaries``: None, or the executor a NUTS chunk's summaries run on. A
+    NUTS chunk also gives ``host_seconds``, the time its summaries took
+    (:attr:`ChunkTime.host_seconds`); a rule that checks itself, ``accepted``.
     """
     lanes = _take(counts, chunk.padded)
     n = len(chunk.piece)
@@ -765,8 +773,10 @@ def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summ
             return {**_exact_fields(s), "accepted": accepted}
         return _exact_fields(jax.device_get(chunk.fn(lanes, n)))
     draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes, n))
+    start = time.perf_counter()
     d = summarize_draws(draws.alpha[:n], level, map if summaries is None else summaries.map)
     return {
+        "host_seconds": time.perf_counter() - start,
         "post_mean": d.mean,
         "post_sd": d.sd,
         "ci_low": d.ci_low,
