@@ -1,5 +1,9 @@
 #!/bin/bash
-# Prepared for the next lease (not yet run); about 10 minutes, parts in order of worth.
+# As run on the 2026-11-27 afternoon lease (0.28.0; 596 s on a fresh H100; its log is
+# ../results/gpu-20261127-pm-first-call-log.txt). The NUTS steps ran; the quadrature
+# driver at 10^5 had not compiled within its 136 s, nor with command buffers in 60 s, and
+# the middle rules at 16,384 lanes printed t outermost (29 s) and hermite_t (11 s) only.
+# As it was prepared:
 # Carry .whl/ (pydantic's wheels and flatbuffers') and this script with lease.sh in
 # .gpu/; run it with the device tool's timeout_s at 600. Since 0.24.0 NUTS runs the
 # chain kernel on a GPU (loop "auto"), which on 2026-11-27 ran 10^5 fits at 4,005
