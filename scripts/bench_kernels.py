@@ -228,12 +228,25 @@ def timed_fits(
     label += f", {workers} worker{'s' if workers > 1 else ''}" if workers else ""
     chunks = plan_chunks(counts, method, nuts=settings, **plan)
     with stage(f"{label}: {len(chunks)} chunks' programs compiled"):
+        compiled = set()
         for c in chunks:
-            lanes = jax.tree.map(lambda x, c=c: np.asarray(x)[c.padded], counts)
-            if not c.exact:
-                c.fn.lower(keys[c.padded], lanes, len(c.piece)).compile()
-            for fn in (c.fn, *(rule.fn for rule in c.fallbacks)) if c.exact else ():
-                fn.lower(lanes, len(c.piece)).compile()
+            # A later pass's chunks for a fallback rule hold that rule's own
+            # lanes (Stage.size), not this chunk's: compile what will run. (On a
+            # GPU, until 0.29.0, the nested rule was compiled here at the
+            # Gauss-Hermite chunk's 16,384 lanes, which never run.)
+            programs = [(c.fn, len(c.padded))]
+            programs += [(rule.fn, rule.size or len(c.padded)) for rule in c.fallbacks]
+            for fn, size in programs:
+                if (fn, size) in compiled:
+                    continue
+                compiled.add((fn, size))
+                padded = np.resize(c.padded, size)
+                lanes = jax.tree.map(lambda x, p=padded: np.asarray(x)[p], counts)
+                n_valid = min(len(c.piece), size)
+                if c.exact:
+                    fn.lower(lanes, n_valid).compile()
+                else:
+                    fn.lower(keys[padded], lanes, n_valid).compile()
     if WARM_UP:
         with stage(f"{label}: warm-up run"):
             fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan)
