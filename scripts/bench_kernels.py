@@ -28,7 +28,9 @@ Measures, on whatever device JAX has:
     (``fit_lanes(rule_chunks=..., middle_rules=...)``);
   * optionally (``--workers``), quadrature and NUTS throughput with each
     given number of chunks in flight at once (``fit_lanes(workers=...)``;
-    the default, :func:`sweep.fits.default_workers`, is one per CPU core);
+    the default, :func:`sweep.fits.default_workers`, is one per CPU core,
+    and on an accelerator 2 for NUTS, 1 for quadrature), and for NUTS how
+    many fits' numbers differ from the default's (none should);
   * optionally (``--kernel-blocks``, ``--kernel-warps``), the chain kernel's
     fits/s with each block of chains and Triton warps per block;
   * lock-step efficiency, the mean leapfrog steps per lane over the steps the
@@ -461,8 +463,10 @@ def throughput(
             "post_mean_max_abs_diff": float(np.max(gap)),
         }
     for w in workers:
-        _, took = timed_fits(counts, keys, "nuts", None, first, w)
+        out_w, took = timed_fits(counts, keys, "nuts", None, first, w)
         by_workers[str(w)]["nuts_fits_per_s"] = n / took
+        # Against the default's fits: a fit's numbers must not depend on the workers.
+        by_workers[str(w)]["nuts_fits_differing"] = fits_differing(out_w, reference)
     # "nuts_*" without a loop's name is the leapfrog loop's (the default everywhere before 0.24.0).
     names = {"leapfrog": "nuts", "transition": "nuts_transition_loop", "kernel": "nuts_kernel_loop"}
     out = {**measured}
@@ -485,13 +489,22 @@ def throughput(
         **out,
         "nuts_chunk_size": default_chunk_size("nuts", settings.chains)
         or nuts_chunk_size(settings, 2e9),
-        "default_workers": default_workers(),
+        "default_workers": default_workers(method="nuts"),
         **({f"{names[loops[0]]}_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
         **({"by_workers": by_workers} if by_workers else {}),
         **({"nuts_by_leapfrogs_per_iteration": by_unroll} if by_unroll else {}),
         **({"nuts_by_accelerator_slots": by_slots} if by_slots else {}),
         **({"nuts_kernel_by_block_x_warps": by_shape} if by_shape else {}),
     }
+
+
+def fits_differing(a, b) -> int:
+    """Fits whose numbers differ in any field between two :class:`FitResults` (NaN equals NaN)."""
+    differ = np.zeros(np.shape(a.post_mean), bool)
+    for x, y in zip(map(np.asarray, a), map(np.asarray, b), strict=True):
+        both_nan = np.isnan(x) & np.isnan(y) if x.dtype.kind == "f" else False
+        differ |= (x != y) & ~both_nan
+    return int(differ.sum())
 
 
 def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:

@@ -74,6 +74,7 @@ __all__ = [
     "CPU_FEW_NUTS_SLOTS",
     "CPU_FEW_SLOTS_CALL_CHAINS",
     "CPU_NUTS_QUEUE",
+    "ACCELERATOR_NUTS_WORKERS",
     "ACCELERATOR_QUADRATURE_CHUNK",
     "ACCELERATOR_RULE_CHUNKS",
     "CPU_QUADRATURE_CHUNK",
@@ -127,6 +128,18 @@ CPU_FEW_SLOTS_CALL_CHAINS = 256
 #: Elsewhere (an accelerator) the slots of a NUTS call; None: all of its
 #: chains at once (:func:`nuts_slots`).
 ACCELERATOR_NUTS_SLOTS: int | None = None
+#: Elsewhere (an accelerator) NUTS calls in flight at once by default
+#: (:func:`default_workers`). With one, the device waits while the host
+#: summarises each call's draws: on an H100, 10^5 of the benchmark's fits in
+#: calls of 4096 took 26.8-27.7 s with one worker, of which the summaries
+#: were 11.7-12.5 s, against 16.2-16.7 s with two (5,991-6,177 fits/s
+#: against 3,617-3,737; three and four workers, once each: 6,488 and
+#: 6,628). Three runs, each with its own one-worker baseline, on one warm
+#: machine (benchmarks/results/kernels-gpu-20261127-145126.json, -150132,
+#: -150256). A fit's draws do not depend on it: the calls are the same
+#: programs on the same lanes, only overlapping in time (the tests check
+#: this on CPU; ``bench_kernels.py --workers`` records it on a device).
+ACCELERATOR_NUTS_WORKERS = 2
 #: On CPU a NUTS call takes up to this many chains (a power of two of fits):
 #: the queue its slots work through (:func:`default_chunk_size`).
 CPU_NUTS_QUEUE = 512
@@ -303,7 +316,7 @@ def _fits_to_fill(slots: int, chains: int) -> int:
     return -(-int(slots) // max(1, int(chains)))
 
 
-def default_workers(backend: str | None = None) -> int:
+def default_workers(backend: str | None = None, method: Method | None = None) -> int:
     """Chunks :func:`fit_lanes` computes at once when the caller names no number.
 
     On CPU, one per core this process may use: XLA runs a NUTS chunk of
@@ -311,10 +324,12 @@ def default_workers(backend: str | None = None) -> int:
     so a second chunk in a second thread uses the second core (on the 2-core
     development CPU: NUTS 1.3x as fast on the benchmark's lanes, identical
     draws; quadrature no faster, its chunks already use both cores).
-    Elsewhere 1: an accelerator already runs a chunk across the device.
+    Elsewhere :data:`ACCELERATOR_NUTS_WORKERS` for ``method`` "nuts", else 1:
+    an accelerator already runs a chunk across the device, but with one
+    worker it waits while the host summarises each NUTS call's draws.
     """
     if (backend or jax.default_backend()) != "cpu":
-        return 1
+        return ACCELERATOR_NUTS_WORKERS if method == "nuts" else 1
     return usable_cores()
 
 
@@ -592,7 +607,7 @@ def fit_lanes(
     out["steps"] = np.zeros(b, np.int64)
     out["exact"] = np.zeros(b, bool)
     out["sd_mcse"] = np.zeros(b)
-    workers = max(1, int(workers or default_workers()))
+    workers = max(1, int(workers or default_workers(method=method)))
     chunks = plan_chunks(
         counts,
         method,
@@ -852,7 +867,7 @@ def plan_chunks(
             slots = None
             if runs_leapfrog_loop(nuts) and nuts.loop == "leapfrog":
                 # The group's largest call, were it split among the workers (_nuts_pieces).
-                per_worker = -(-len(index) // (workers or default_workers()))
+                per_worker = -(-len(index) // (workers or default_workers(backend, method)))
                 call_chains = min(_power_of_two_below(size), per_worker) * nuts.chains
                 slots = nuts_slots(backend, call_chains)
             elif on_cpu and not chunk_size:
@@ -867,7 +882,11 @@ def plan_chunks(
                 n = _nuts_call_fits(n, len(lanes), nuts.chains, backend, slots)
                 if on_cpu:
                     calls = _nuts_pieces(
-                        len(lanes), n, nuts.chains, workers or default_workers(), slots
+                        len(lanes),
+                        n,
+                        nuts.chains,
+                        workers or default_workers(backend, method),
+                        slots,
                     )
                     chunks += _staged_chunks(stages, lanes, n, calls)
                     continue

@@ -182,7 +182,8 @@ def run_shard(
         shard: the configurations to compute.
         on_fits: called with the number of fits finished after each chunk.
         workers: chunks fitted at once (:func:`sweep.fits.fit_lanes`); by
-            default one per CPU core on CPU, one on an accelerator.
+            default one per CPU core on CPU; on an accelerator two for NUTS, one
+            for quadrature (:func:`sweep.fits.default_workers`).
         fault: test hook applied to the fits before they are summarised (for
             fault injection: it may put NaN or infinity into any field).
 

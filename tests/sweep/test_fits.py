@@ -9,6 +9,7 @@ from kernels.chain_kernel import TRITON_LOWERING, can_import
 from kernels.nuts import NUTSSettings, resolve_loop
 from kernels.quadrature import model_kind, paired_rule_is_exact
 from sweep.fits import (
+    ACCELERATOR_NUTS_WORKERS,
     ACCELERATOR_QUADRATURE_CHUNK,
     ACCELERATOR_RULE_CHUNKS,
     CPU_FEW_NUTS_SLOTS,
@@ -26,6 +27,7 @@ from sweep.fits import (
     lane_keys,
     nuts_slots,
     plan_chunks,
+    usable_cores,
 )
 from tests.kernels.helpers import counts
 
@@ -290,6 +292,10 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
     pass may make more calls with more workers (:func:`sweep.fits._spread`).
     """
     assert default_workers("cpu") >= 1 and default_workers("gpu") == 1
+    # On an accelerator a second NUTS call overlaps the host's summaries of the first.
+    assert default_workers("gpu", "nuts") == ACCELERATOR_NUTS_WORKERS == 2
+    assert default_workers("gpu", "quadrature") == 1
+    assert default_workers("cpu", "nuts") == default_workers("cpu", "quadrature") == usable_cores()
     # The NUTS settings of test_nuts' determinism test, whose ridge program is then compiled.
     settings = NUTSSettings(chains=2, warmup=50, samples=50)
     for method, c in (("nuts", ridge_lanes(140, seed=7)), ("quadrature", mixed_lanes(200, seed=7))):
