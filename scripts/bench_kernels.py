@@ -502,8 +502,10 @@ def fits_differing(a, b) -> int:
     """Fits whose numbers differ in any field between two :class:`FitResults` (NaN equals NaN)."""
     differ = np.zeros(np.shape(a.post_mean), bool)
     for x, y in zip(map(np.asarray, a), map(np.asarray, b), strict=True):
-        both_nan = np.isnan(x) & np.isnan(y) if x.dtype.kind == "f" else False
-        differ |= (x != y) & ~both_nan
+        same = x == y
+        if x.dtype.kind == "f":
+            same |= np.isnan(x) & np.isnan(y)
+        differ |= ~same
     return int(differ.sum())
 
 
