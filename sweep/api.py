@@ -120,6 +120,7 @@ def run(
     max_configurations: int = DEFAULT_MAX_CONFIGURATIONS,
     fault: Callable[[FitResults], FitResults] | None = None,
     compile_cache: str | Path | None = None,
+    shards_ahead: int | None = None,
 ) -> RunReport:
     """Run (or finish) a sweep into ``out``; shards already on disk are not recomputed.
 
@@ -136,6 +137,9 @@ def run(
             or None (not at all, unless JAX already has a cache directory);
             on Ray, each worker process uses the same request. See
             :mod:`sweep.compile_cache`. The CLI's default is "default".
+        shards_ahead: with the local backend, shards begun before the one in
+            hand is written (:func:`sweep.runners.run_local`; by default none
+            on CPU, one on an accelerator). The numbers do not depend on it.
 
     Raises:
         SweepError: bad input; nothing is written.
@@ -161,7 +165,7 @@ def run(
         if backend == "local":
             from sweep.runners import run_local
 
-            results = run_local(spec, todo, on_fits=on_fits, fault=fault)
+            results = run_local(spec, todo, on_fits=on_fits, fault=fault, ahead=shards_ahead)
         else:
             from sweep.ray_runner import run_ray
 

@@ -23,9 +23,10 @@ comes from its own key only.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from functools import cache
 from types import MappingProxyType
 from typing import Literal, NamedTuple
@@ -550,6 +551,7 @@ def fit_lanes(
     chunk_times: list | None = None,
     rule_chunks: Mapping[str, int] | None = None,
     middle_rules: bool | None = None,
+    stop: threading.Event | None = None,
 ) -> FitResults:
     """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
 
@@ -600,6 +602,13 @@ def fit_lanes(
             between the Gauss–Hermite and the nested one (``alpha_t``,
             ``t_outer``, ``hermite_t``); None: on CPU only (see
             :func:`_quadrature_stages`).
+        stop: None, or an event that, once set, keeps the chunks not yet
+            begun from beginning: then ``CancelledError`` is raised once the
+            chunks under way are done (for a caller that gives up on the
+            lanes, such as a runner whose consumer stopped).
+
+    Raises:
+        concurrent.futures.CancelledError: ``stop`` was set.
     """
     b = int(np.asarray(counts.n_m).shape[0])
     out = {name: np.full(b, np.nan) for name in FitResults._fields}
@@ -636,7 +645,17 @@ def fit_lanes(
     try:
         while chunks:
             rejected = _run_chunks(
-                pool, chunks, counts, keys, level, out, on_chunk, rules, chunk_times, summaries
+                pool,
+                chunks,
+                counts,
+                keys,
+                level,
+                out,
+                on_chunk,
+                rules,
+                chunk_times,
+                summaries,
+                stop,
             )
             # The next pass: the next rule on the lanes this one rejected, in
             # chunks of the same size (so a lane's numbers do not depend on
@@ -736,23 +755,38 @@ class ChunkTime(NamedTuple):
     host_seconds: float = 0.0
 
 
-def _timed_fit(chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summaries=None):
+def _timed_fit(
+    chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summaries=None, stop=None
+):
+    if stop is not None and stop.is_set():
+        raise CancelledError("fit_lanes: stopped before this chunk began")
     start = time.perf_counter()
     values = _fit_chunk(chunk, counts, keys, level, summaries)
     return values, time.perf_counter() - start
 
 
 def _run_chunks(
-    pool, chunks, counts, keys, level, out, on_chunk, rules=None, chunk_times=None, summaries=None
+    pool,
+    chunks,
+    counts,
+    keys,
+    level,
+    out,
+    on_chunk,
+    rules=None,
+    chunk_times=None,
+    summaries=None,
+    stop=None,
 ) -> list:
     """Fit ``chunks`` into ``out``; ``[(fallbacks, size, lanes)]`` their rules rejected.
 
-    ``summaries``: None, or the executor NUTS chunks summarise their draws on.
+    ``summaries``: None, or the executor NUTS chunks summarise their draws on;
+    ``stop`` as in :func:`fit_lanes`.
     """
     rejected = {}
     # Chunks may finish in any order but are taken in plan order, so the
     # results and the on_chunk calls are the same with any number of workers.
-    fitted = pool.map(lambda chunk: _timed_fit(chunk, counts, keys, level, summaries), chunks)
+    fitted = pool.map(lambda chunk: _timed_fit(chunk, counts, keys, level, summaries, stop), chunks)
     for chunk, (values, seconds) in zip(chunks, fitted, strict=True):
         n = len(chunk.piece)
         host_seconds = values.pop("host_seconds", 0.0)

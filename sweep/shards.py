@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -174,6 +175,7 @@ def run_shard(
     on_fits: Callable[[int], None] | None = None,
     workers: int | None = None,
     fault: Callable[[FitResults], FitResults] | None = None,
+    stop: threading.Event | None = None,
 ) -> ShardResult:
     """Compute one shard: counts, fits and per-configuration summaries.
 
@@ -186,6 +188,9 @@ def run_shard(
             for quadrature (:func:`sweep.fits.default_workers`).
         fault: test hook applied to the fits before they are summarised (for
             fault injection: it may put NaN or infinity into any field).
+        stop: None, or an event that, once set, stops the shard's fits
+            after the chunks under way (:func:`sweep.fits.fit_lanes`), which
+            then raise ``concurrent.futures.CancelledError``.
 
     Returns:
         The shard's fits and surface tables. Depends only on the sweep and the
@@ -208,6 +213,7 @@ def run_shard(
         nuts=nuts,
         workers=workers,
         on_chunk=on_fits,
+        stop=stop,
     )
     if fault is not None:
         fits = fault(fits)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import CancelledError
+
 import jax
 import numpy as np
+import pytest
 
 from kernels.chain_kernel import TRITON_LOWERING, can_import
 from kernels.nuts import NUTSSettings, resolve_loop
@@ -394,3 +398,16 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     # A lane's numbers do not depend on the lanes rejected with it.
     alone = fit_lanes(jax.tree.map(lambda x: x[::2], c), keys[::2], "quadrature")
     np.testing.assert_array_equal(alone.post_sd, both.post_sd[::2])
+
+
+def test_a_stopped_fit_begins_no_chunk_and_says_so():
+    """``stop`` set: no chunk begins, and fit_lanes raises rather than return NaNs."""
+    c = mixed_lanes(100, seed=3)
+    stop, progress = threading.Event(), []
+    stop.set()
+    with pytest.raises(CancelledError):
+        fit_lanes(c, None, "quadrature", stop=stop, on_chunk=progress.append)
+    assert progress == []
+    # Unset, the same event changes nothing.
+    fits = fit_lanes(c, None, "quadrature", stop=threading.Event(), on_chunk=progress.append)
+    assert sum(progress) == 100 and np.isfinite(fits.post_mean).all()

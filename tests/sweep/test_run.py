@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
+import threading
 
 import numpy as np
 import pandas as pd
@@ -14,8 +15,11 @@ import pytest
 import yaml
 
 import sweep
+from sweep.config import load_sweep
 from sweep.errors import SweepError
-from sweep.shards import _node_name, device_name
+from sweep.grid import expand_grid
+from sweep.runners import ACCELERATOR_SHARDS_AHEAD, default_shards_ahead, run_local
+from sweep.shards import _node_name, device_name, make_shards, run_shard
 from tests.kernels.helpers import published_table
 
 from .helpers import CONFIGS, sorted_surface, tiny
@@ -130,6 +134,47 @@ def test_shard_size_does_not_change_a_single_number(tmp_path, tiny_run, shard_si
     pd.testing.assert_frame_equal(
         fits, sorted_surface(sweep.load_fits(tiny_run[0])), check_exact=True
     )
+
+
+@pytest.mark.parametrize("ahead", [1, 3])
+def test_shards_begun_ahead_change_no_number(tmp_path, tiny_run, ahead):
+    # On by default where a device waits on the host between shards; CPU cores do not.
+    assert default_shards_ahead("gpu") == ACCELERATOR_SHARDS_AHEAD == 1
+    assert default_shards_ahead("cpu") == 0
+    progress = []
+    sweep.run(tiny(shard_size=1), tmp_path / "out", shards_ahead=ahead)
+    for table in (sweep.load_surface, sweep.load_fits):
+        pd.testing.assert_frame_equal(
+            sorted_surface(table(tmp_path / "out")),
+            sorted_surface(table(tiny_run[0])),
+            check_exact=True,
+        )
+    # Several shards in flight report their fits to one caller: every fit once.
+    spec = load_sweep(tiny(shard_size=3))
+    shards = make_shards(expand_grid(spec), spec.shard_size)
+    results = list(run_local(spec, shards, on_fits=progress.append, ahead=ahead))
+    assert [r.index for r in results] == list(range(len(shards)))
+    assert sum(progress) == 16 * 3
+
+
+def test_a_local_run_whose_caller_stops_computes_no_more_shards():
+    spec = load_sweep(tiny(shard_size=1))
+    shards = make_shards(expand_grid(spec), spec.shard_size)
+    fitted = []
+
+    def count(fits):
+        fitted.append(1)
+        return fits
+
+    results = run_local(spec, shards, fault=count, ahead=2)
+    first = next(results)
+    results.close()  # the caller gives up: an error in its write, an interrupt
+    assert first.index == 0
+    alone = run_shard(spec, shards[0]).fits.to_pandas()
+    pd.testing.assert_frame_equal(first.fits.to_pandas(), alone, check_exact=True)
+    # The shard yielded and at most the two begun ahead were fitted; no thread is left.
+    assert 1 <= len(fitted) <= 1 + 1 + 2
+    assert not [t for t in threading.enumerate() if t.name.startswith("shard")]
 
 
 def test_rerun_computes_nothing_and_missing_or_corrupt_shards_are_redone(tmp_path, tiny_run):
