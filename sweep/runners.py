@@ -23,10 +23,11 @@ __all__ = ["ACCELERATOR_SHARDS_AHEAD", "default_shards_ahead", "run_local"]
 
 #: On an accelerator, shards :func:`run_local` begins before the one in hand
 #: is yielded. With none, the device would wait at the end of every shard
-#: while the host summarises its last NUTS call's draws (on an H100 0.45 s
-#: for 4096 fits, against ~0.6 s of the device's own; two workers overlap a
-#: call's summaries with the next call only within a shard) and the store
-#: writes it. Not yet timed on a device: ``scripts/bench_sweep.py --ahead 0 1``.
+#: while the host summarises its last NUTS call's draws (on an H100 about
+#: 0.45 s a call of ~3,850 fits, against ~0.6 s of the device's own; two
+#: workers overlap a call's summaries with the next call only within a
+#: shard) and the store writes it. Not yet timed on a device:
+#: ``scripts/bench_sweep.py --ahead 0 1``.
 ACCELERATOR_SHARDS_AHEAD = 1
 
 
