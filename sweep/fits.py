@@ -642,21 +642,13 @@ def fit_lanes(
     # beside memory_budget_bytes. A pool of its own, so that a chunk's thread
     # never waits on its own pool.
     summaries = ThreadPoolExecutor(usable_cores()) if method == "nuts" else None
+
+    def fit(chunk: Chunk):
+        return _timed_fit(chunk, counts, keys, level, summaries, stop)
+
     try:
         while chunks:
-            rejected = _run_chunks(
-                pool,
-                chunks,
-                counts,
-                keys,
-                level,
-                out,
-                on_chunk,
-                rules,
-                chunk_times,
-                summaries,
-                stop,
-            )
+            rejected = _run_chunks(pool, fit, chunks, out, on_chunk, rules, chunk_times)
             # The next pass: the next rule on the lanes this one rejected, in
             # chunks of the same size (so a lane's numbers do not depend on
             # which others were rejected with it).
@@ -758,6 +750,7 @@ class ChunkTime(NamedTuple):
 def _timed_fit(
     chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summaries=None, stop=None
 ):
+    """:func:`_fit_chunk`'s values and the seconds they took; ``stop`` as in :func:`fit_lanes`."""
     if stop is not None and stop.is_set():
         raise CancelledError("fit_lanes: stopped before this chunk began")
     start = time.perf_counter()
@@ -765,28 +758,15 @@ def _timed_fit(
     return values, time.perf_counter() - start
 
 
-def _run_chunks(
-    pool,
-    chunks,
-    counts,
-    keys,
-    level,
-    out,
-    on_chunk,
-    rules=None,
-    chunk_times=None,
-    summaries=None,
-    stop=None,
-) -> list:
+def _run_chunks(pool, fit, chunks, out, on_chunk, rules=None, chunk_times=None) -> list:
     """Fit ``chunks`` into ``out``; ``[(fallbacks, size, lanes)]`` their rules rejected.
 
-    ``summaries``: None, or the executor NUTS chunks summarise their draws on;
-    ``stop`` as in :func:`fit_lanes`.
+    ``fit(chunk)``: a chunk's values and seconds (:func:`_timed_fit`), run on ``pool``.
     """
     rejected = {}
     # Chunks may finish in any order but are taken in plan order, so the
     # results and the on_chunk calls are the same with any number of workers.
-    fitted = pool.map(lambda chunk: _timed_fit(chunk, counts, keys, level, summaries, stop), chunks)
+    fitted = pool.map(fit, chunks)
     for chunk, (values, seconds) in zip(chunks, fitted, strict=True):
         n = len(chunk.piece)
         host_seconds = values.pop("host_seconds", 0.0)
