@@ -177,6 +177,26 @@ def test_a_local_run_whose_caller_stops_computes_no_more_shards():
     assert not [t for t in threading.enumerate() if t.name.startswith("shard")]
 
 
+def test_a_shard_that_fails_ahead_fails_the_run_and_leaves_no_thread():
+    spec = load_sweep(tiny(shard_size=2))
+    shards = make_shards(expand_grid(spec), spec.shard_size)
+    calls, lock = [], threading.Lock()
+
+    def fail_second(fits):
+        with lock:
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError("the second shard's fits broke")
+        return fits
+
+    taken = []
+    with pytest.raises(RuntimeError, match="second shard"):
+        for result in run_local(spec, shards, fault=fail_second, ahead=1):
+            taken.append(result.index)
+    assert taken == list(range(len(taken))) and len(taken) < len(shards)
+    assert not [t for t in threading.enumerate() if t.name.startswith("shard")]
+
+
 def test_rerun_computes_nothing_and_missing_or_corrupt_shards_are_redone(tmp_path, tiny_run):
     out = tmp_path / "out"
     sweep.run(tiny(), out)
