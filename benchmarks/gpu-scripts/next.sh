@@ -8,7 +8,8 @@
 # (kernels-gpu-20261127-145126.json). So first the default (two workers), then one
 # worker, whose fits must be the default's (by_workers' nuts_fits_differing: 0). Triton
 # compiles the kernel's two programs in ~80 s for each call size on a fresh machine.
-# (Calls of 16,384 with two workers are in next-second.sh.)
+# Last, calls of 16,384 with two workers (by_chunk runs with the default workers), if
+# time is left (next-second.sh has them too).
 # Then the legacy grid end to end (scripts/bench_sweep.py: 158,400 configurations in 39
 # shards of 4096, NUTS for the 140,800 with N_M > 0, two Parquet files a shard), one shard
 # at a time and with one begun ahead (0.29.0's default on an accelerator, not yet timed
@@ -25,5 +26,7 @@ N="scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 --loops kernel
 step "NUTS 10^5 fits, the chain kernel: the default (two workers, calls of 4096), then one worker"
 timeout $(left 180) python3 $N --sizes 100000 --workers 1 2>&1 | grep -v "^ "
 step "the legacy grid end to end: one shard at a time, then one begun ahead"
-timeout $(left 595) python3 scripts/bench_sweep.py configs/legacy-grid.yaml --ahead 0 1 --repeats 1 --out $R 2>&1 | grep -v "^ "
+timeout $(left 460) python3 scripts/bench_sweep.py configs/legacy-grid.yaml --ahead 0 1 --repeats 1 --out $R 2>&1 | grep -v "^ "
+step "NUTS 10^5 fits in calls of 16,384, two workers"
+timeout $(left 595) python3 $N --sizes 100000 --nuts-chunks 16384 2>&1 | grep -v "^ "
 finish
