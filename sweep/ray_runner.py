@@ -17,7 +17,7 @@ from sweep.compile_cache import use_compilation_cache
 from sweep.config import SweepSpec
 from sweep.shards import Shard, ShardResult, run_shard
 
-__all__ = ["run_ray", "task_options"]
+__all__ = ["run_ray", "task_options", "task_workers"]
 
 #: Times a shard's task is resubmitted after its worker or node died.
 MAX_RETRIES = 5
@@ -42,6 +42,17 @@ def task_options(gpus_in_cluster: float, workers_per_gpu: int) -> dict:
         options["num_cpus"] = 1
     options["runtime_env"] = {"env_vars": env}
     return options
+
+
+def task_workers(gpus_in_cluster: float) -> int | None:
+    """Chunks a shard's task fits at once (``run_shard``'s ``workers``).
+
+    Without GPUs 1: a task holds one CPU (:func:`task_options`). With GPUs
+    None, the device's default (:func:`sweep.fits.default_workers`): two NUTS
+    calls in flight, so that the GPU computes one while the host summarises
+    the other's draws (on an H100 1.6-1.7 times the fits/s of one).
+    """
+    return None if gpus_in_cluster > 0 else 1
 
 
 def run_ray(
@@ -75,15 +86,17 @@ def run_ray(
     try:
         resources = ray.cluster_resources()
         options = task_options(resources.get("GPU", 0.0), workers_per_gpu)
+        workers = task_workers(resources.get("GPU", 0.0))
         task = ray.remote(_run_shard_task).options(**options)
         limit = max_in_flight or max(2, int(2 * resources.get("CPU", 1)))
         spec_ref = ray.put(spec)
         queue = list(reversed(shards))
         while queue or running:
             while queue and len(running) < limit:
-                # A task holds one CPU (task_options), so it fits one chunk at a time.
                 shard = queue.pop()
-                running.append(task.remote(spec_ref, shard, compile_cache, workers=1, fault=fault))
+                running.append(
+                    task.remote(spec_ref, shard, compile_cache, workers=workers, fault=fault)
+                )
             done, running = ray.wait(running, num_returns=1)
             yield ray.get(done[0])
     finally:
