@@ -173,7 +173,7 @@ def test_a_local_run_whose_caller_stops_computes_no_more_shards():
     alone = run_shard(spec, shards[0]).fits.to_pandas()
     pd.testing.assert_frame_equal(first.fits.to_pandas(), alone, check_exact=True)
     # The shard yielded and at most the two begun ahead were fitted; no thread is left.
-    assert 1 <= len(fitted) <= 1 + 1 + 2
+    assert 1 <= len(fitted) <= 3
     assert not [t for t in threading.enumerate() if t.name.startswith("shard")]
 
 
