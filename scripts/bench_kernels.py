@@ -477,7 +477,7 @@ def throughput(
         # (another XLA_FLAGS, another device).
         out[f"{names[loop]}_post_mean_sum"] = float(np.sum(np.asarray(fitted[loop][0].post_mean)))
         # Its calls, and the host's summaries within them: with one worker (an
-        # accelerator's default) the device waits through the summaries.
+        # accelerator's default before 0.29.0) the device waits through them.
         out[f"{names[loop]}_calls"] = len(calls[loop])
         out[f"{names[loop]}_calls_s"] = sum(t.seconds for t in calls[loop])
         out[f"{names[loop]}_host_summaries_s"] = sum(t.host_seconds for t in calls[loop])

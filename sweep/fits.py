@@ -736,8 +736,8 @@ class ChunkTime(NamedTuple):
         seconds: wall time of the call, results copied back to the host
             and, for NUTS, summarised.
         host_seconds: of ``seconds``, the host's summaries of a NUTS call's
-            draws (0 for quadrature). With one worker, as on an accelerator,
-            the device has nothing to do meanwhile.
+            draws (0 for quadrature). With one worker an accelerator has
+            nothing to do meanwhile (hence :data:`ACCELERATOR_NUTS_WORKERS`).
     """
 
     rule: str
