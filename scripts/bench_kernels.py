@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import hashlib
 import json
 import shutil
 import sys
@@ -312,6 +313,11 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
         # Each variant's timed runs, in order; the rates are from their medians.
         "quadrature_runs_s": runs,
         "rule_costs_one_worker": rule_costs(chunk_times),
+        # A fingerprint of the driver's fits, to compare plans run in other
+        # processes (another --rule-chunks, XLA_FLAGS or device): the same
+        # digest means every field of every fit has the same bits.
+        "quadrature_post_mean_sum": float(np.sum(np.asarray(driver.post_mean))),
+        "quadrature_digest": fits_digest(driver),
     }
     if not variants:
         return out
@@ -418,8 +424,9 @@ def throughput(
     # Chunks in flight at once: quadrature here, so that --quadrature-only times it too.
     by_workers = {str(w): {} for w in workers}
     for w in workers if quadrature else ():
-        _, took = timed_fits(counts, keys, "quadrature", None, workers=w)
+        out_w, took = timed_fits(counts, keys, "quadrature", None, workers=w)
         by_workers[str(w)]["quadrature_per_s"] = n / took
+        by_workers[str(w)]["quadrature_digest"] = fits_digest(out_w)
     if not nuts:
         return {**measured, **({"by_workers": by_workers} if by_workers else {})}
     calls = {loop: [] for loop in loops}
@@ -496,6 +503,14 @@ def throughput(
         **({"nuts_by_accelerator_slots": by_slots} if by_slots else {}),
         **({"nuts_kernel_by_block_x_warps": by_shape} if by_shape else {}),
     }
+
+
+def fits_digest(fits) -> str:
+    """SHA-256 of every field of every fit, in :class:`FitResults`' order (hex)."""
+    digest = hashlib.sha256()
+    for field in fits:
+        digest.update(np.ascontiguousarray(np.asarray(field)).tobytes())
+    return digest.hexdigest()
 
 
 def fits_differing(a, b) -> int:
