@@ -729,9 +729,10 @@ def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
     density = jnp.exp(log_density)
     mass = jnp.sum(density * w, axis=1)
     cumulative = jnp.cumsum(mass)
-    # Compared with every end at once: a binary search is a loop, and on a GPU each
-    # trip launches its own kernels.
-    panel = jnp.clip(jnp.searchsorted(cumulative, q, method="compare_all"), 0, mass.shape[0] - 1)
+    # A binary search (a loop of known trips), not every end compared at once: on an
+    # H100 XLA fused that comparison's sum with what computes the panels into one
+    # kernel that took ~3 minutes to compile (kernels-gpu-20261127-171241.json).
+    panel = jnp.clip(jnp.searchsorted(cumulative, q), 0, mass.shape[0] - 1)
     target = q - (cumulative[panel] - mass[panel])
     log_values = log_density[panel]
     smooth = jnp.all(jnp.isfinite(log_values))
