@@ -1,15 +1,15 @@
 #!/bin/bash
-# The 2026-11-27 evening lease's second call, on the warm machine within 30 s of the
-# first, as long as the lease allows: NUTS at 10^5 fits with 0.29.0's default (two
-# workers, calls of 4096) and with one worker, whose fits must be the default's
-# (by_workers' nuts_fits_differing: 0). Triton compiles the kernel's two programs in
-# ~80 s on a fresh machine. Then the legacy grid end to end (scripts/bench_sweep.py)
-# one shard at a time and with one begun ahead, if time is left.
+# The 2026-11-27 evening lease's second call (0.29.0), as run on the warm machine with
+# the 404 s the lease had left (the device tool's timeout_s at 370): the quadrature with
+# XLA's command buffers and the nested rule in chunks of 4096 (its Gauss-Hermite programs
+# in the command-buffer cache from the first call), then NUTS with two workers against
+# one. The first step met the same three-minute kernel at its limit; the budget ran out
+# in the second's Triton compile. Typed as one line into the device tool; here spread out.
 set -o pipefail
-. "$(dirname "$0")/lease.sh"
-SIZE=${SIZE:-100000}
-step "NUTS: the default (two workers, calls of 4096), then one worker"
-timeout $(left 150) python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 --loops kernel --out $R --sizes $SIZE --workers 1 2>&1 | grep -v "^ "
-step "the legacy grid end to end: one shard at a time, then one begun ahead"
-timeout $(left 595) python3 scripts/bench_sweep.py configs/legacy-grid.yaml --ahead 0 1 --repeats 1 --out $R 2>&1 | grep -v "^ "
+. .gpu/lease.sh
+CB="--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,CONDITIONAL,WHILE --xla_gpu_graph_min_graph_size=1"
+step "CB, nested 4096"
+XLA_FLAGS="$CB" JAX_COMPILATION_CACHE_DIR=/tmp/xc-cb timeout $(left 215) python3 scripts/bench_kernels.py --sizes 100000 --quadrature-only --quadrature-variants driver --out $R --rule-chunks nested=4096 2>&1 | grep -v "^ " | tee $OUT/log.txt
+step "NUTS default vs 1 worker"
+timeout $(left 355) python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 --loops kernel --out $R --sizes 100000 --workers 1 2>&1 | grep -v "^ " | tee -a $OUT/log.txt
 finish

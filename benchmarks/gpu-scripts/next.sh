@@ -1,32 +1,43 @@
 #!/bin/bash
-# Prepared for the next lease (not yet run); about 10 minutes, parts in order of worth.
-# Carry .whl/ (pydantic's wheels and flatbuffers') and this script with lease.sh in
-# .gpu/; run it with the device tool's timeout_s at 600.
-# Since 0.29.0 NUTS on a GPU runs two calls at once (sweep.fits.ACCELERATOR_NUTS_WORKERS):
-# on 2026-11-27 afternoon 10^5 fits ran at 5,991-6,177 fits/s with two workers against
-# 3,617-3,737 with one, in calls of 4096 fits, and calls of 16,384 at 4,913 with one
-# (kernels-gpu-20261127-145126.json). So first the default (two workers), then one
-# worker, whose fits must be the default's (by_workers' nuts_fits_differing: 0). Triton
-# compiles the kernel's two programs in ~80 s for each call size on a fresh machine.
-# Last, calls of 16,384 with two workers (by_chunk runs with the default workers), if
-# time is left (next-second.sh has them too).
-# Then the legacy grid end to end (scripts/bench_sweep.py: 158,400 configurations in 39
-# shards of 4096, NUTS for the 140,800 with N_M > 0, two Parquet files a shard), one shard
-# at a time and with one begun ahead (0.29.0's default on an accelerator, not yet timed
-# there): a shard's NUTS calls are one of ~440 fits and one of ~3,200, so two workers
-# overlap little within a shard, and without a shard ahead the device waits for the
-# last call's summaries and the shard's write. Triton compiles the kernel for the calls
-# of 512 and 256 fits there (~80 s each; 4096's are in the cache from the first step).
-# The quadrature steps are in next-second.sh.
-# bench_kernels.py prints each stage's time as it ends and rewrites its JSON after
-# each, so a step cut short still says where it was; the records are tarred into
-# $OUT/results.tgz at the end.
+# Prepared for the next lease (0.30.0; not yet run): about 10 minutes on a fresh
+# machine, parts in order of worth. Carry .whl/ (pydantic's wheels and flatbuffers')
+# and this script with lease.sh in .gpu/; run it with the device tool's timeout_s at 600.
+# 1. The quadrature at 10^5 fits, the target furthest off (389,010 of 10^6 posteriors/s,
+#    kernels-gpu-20261127-031144.json, where the nested rule took 0.20 s of the driver's
+#    0.26 s in 23 calls of 1024 lanes at 8.7 ms). In the 2026-11-27 evening lease
+#    (0.29.0) its programs took 214 s to compile, 173 s of it one reduction fusion,
+#    by the compile order in the nested rule's exact-s program; 0.30.0 puts back the
+#    binary search that 0.24.0's code, compiled in 25 s, had (GPU-NOTES). So first
+#    0.30.0's plan: its compile stage says whether that was the cause. If it does not
+#    finish, each nested program is compiled alone, to say which one is slow. Then
+#    larger chunks for the nested rule and Gauss-Hermite, and the middle rules in
+#    chunks of 16,384. Each plan runs in its own process, so that one which does not
+#    compile in time costs only its step; the programs they share come from the
+#    persistent cache. Each record carries quadrature_digest: equal digests, the same
+#    bits (a plan whose bits differ needs a NUMBERS_VERSION bump to become the default).
+# 2. NUTS at 10^5 fits with 0.29.0's default (two workers, calls of 4096) and with one
+#    worker, whose fits must be the default's (by_workers' nuts_fits_differing: 0).
+#    Triton compiles the kernel's two programs in ~80 s on a fresh machine.
+# next-second.sh has the legacy grid end to end and NUTS in calls of 16,384.
+# SIZE (default 10^5) lets the script be dry-run on CPU.
+set -o pipefail
 . "$(dirname "$0")/lease.sh"
-N="scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 --loops kernel --out $R"
+SIZE=${SIZE:-100000}
+Q="scripts/bench_kernels.py --sizes $SIZE --quadrature-only --quadrature-variants driver --out $R"
+step "quadrature: 0.30.0's plan (Gauss-Hermite in chunks of 16,384, the rest 1024), then two workers"
+if ! timeout $(left 150) python3 $Q --workers 2 2>&1 | grep -v "^ "; then
+  step "the driver did not finish: the nested rule's two programs compiled one by one"
+  timeout $(left 330) python3 scripts/quadrature_programs.py --lanes 1024 --out $R --rules nested nested_exact_s 2>&1 | grep -v "^ "
+else
+  step "the nested rule in chunks of 4096"
+  timeout $(left 210) python3 $Q --rule-chunks nested=4096 2>&1 | grep -v "^ "
+  step "the nested rule in chunks of 8192"
+  timeout $(left 260) python3 $Q --rule-chunks nested=8192 2>&1 | grep -v "^ "
+  step "Gauss-Hermite in chunks of 32,768, the nested rule 8192"
+  timeout $(left 300) python3 $Q --rule-chunks gauss_hermite=32768 nested=8192 2>&1 | grep -v "^ "
+  step "the middle rules on, in chunks of 16,384, the nested rule 4096"
+  timeout $(left 390) python3 $Q --middle-rules on --rule-chunks t_outer=16384 hermite_t=16384 hermite_alpha_t=16384 nested=4096 2>&1 | grep -v "^ "
+fi
 step "NUTS 10^5 fits, the chain kernel: the default (two workers, calls of 4096), then one worker"
-timeout $(left 180) python3 $N --sizes 100000 --workers 1 2>&1 | grep -v "^ "
-step "the legacy grid end to end: one shard at a time, then one begun ahead"
-timeout $(left 460) python3 scripts/bench_sweep.py configs/legacy-grid.yaml --ahead 0 1 --repeats 1 --out $R 2>&1 | grep -v "^ "
-step "NUTS 10^5 fits in calls of 16,384, two workers"
-timeout $(left 595) python3 $N --sizes 100000 --nuts-chunks 16384 2>&1 | grep -v "^ "
+timeout $(left 595) python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 --loops kernel --out $R --sizes $SIZE --workers 1 2>&1 | grep -v "^ "
 finish
