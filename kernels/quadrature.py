@@ -729,9 +729,10 @@ def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
     density = jnp.exp(log_density)
     mass = jnp.sum(density * w, axis=1)
     cumulative = jnp.cumsum(mass)
-    # A binary search (a loop of known trips), not every end compared at once: on an
-    # H100 XLA fused that comparison's sum with what computes the panels into one
-    # kernel that took ~3 minutes to compile (kernels-gpu-20261127-171241.json).
+    # A binary search (a loop of known trips), not every end compared at once: with
+    # that comparison's sum, one kernel of the exact-s program took an H100 ~3 minutes
+    # to compile (kernels-gpu-20261127-171241.json), likely the sum fused with all that
+    # computes the panels.
     panel = jnp.clip(jnp.searchsorted(cumulative, q), 0, mass.shape[0] - 1)
     target = q - (cumulative[panel] - mass[panel])
     log_values = log_density[panel]
