@@ -9,9 +9,9 @@
 #    by the compile order in the nested rule's exact-s program; 0.30.0 puts back the
 #    binary search that 0.24.0's code, compiled in 25 s, had (GPU-NOTES). So first
 #    0.30.0's plan: its compile stage says whether that was the cause. If it does not
-#    finish, each nested program is compiled alone, to say which one is slow. Then
-#    larger chunks for the nested rule and Gauss-Hermite, and the middle rules in
-#    chunks of 16,384. Each plan runs in its own process, so that one which does not
+#    finish, each nested program is compiled alone, to say which one is slow, and
+#    its HLO dumped. Else larger chunks for the nested rule and Gauss-Hermite, and
+#    the middle rules in chunks of 16,384. Each plan runs in its own process, so that one which does not
 #    compile in time costs only its step; the programs they share come from the
 #    persistent cache. Each record carries quadrature_digest: equal digests, the same
 #    bits (a plan whose bits differ needs a NUMBERS_VERSION bump to become the default).
@@ -26,8 +26,13 @@ SIZE=${SIZE:-100000}
 Q="scripts/bench_kernels.py --sizes $SIZE --quadrature-only --quadrature-variants driver --out $R"
 step "quadrature: 0.30.0's plan (Gauss-Hermite in chunks of 16,384, the rest 1024), then two workers"
 if ! timeout $(left 150) python3 $Q --workers 2 2>&1 | grep -v "^ "; then
+  # Each compiled afresh (their own cache) with its optimised HLO dumped into the
+  # records, so that the slow kernel can be read here.
   step "the driver did not finish: the nested rule's two programs compiled one by one"
-  timeout $(left 330) python3 scripts/quadrature_programs.py --lanes 1024 --out $R --rules nested nested_exact_s 2>&1 | grep -v "^ "
+  XLA_FLAGS="--xla_dump_to=$R/xla --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*nested.*" \
+    JAX_COMPILATION_CACHE_DIR=/tmp/xc-dump timeout $(left 330) python3 scripts/quadrature_programs.py \
+    --lanes 1024 --out $R --rules nested_exact_s nested 2>&1 | grep -v "^ "
+  find $R/xla -type f ! -name "*nested*_after_optimizations.txt" -delete  # ~2.5 MB each
 else
   step "the nested rule in chunks of 4096"
   timeout $(left 210) python3 $Q --rule-chunks nested=4096 2>&1 | grep -v "^ "
