@@ -10,8 +10,9 @@
 #    binary search that 0.24.0's code, compiled in 25 s, had (GPU-NOTES). So first
 #    0.30.0's plan: its compile stage says whether that was the cause. If it does not
 #    finish, each nested program is compiled alone, to say which one is slow, and
-#    its HLO dumped. Else larger chunks for the nested rule and Gauss-Hermite, and
-#    the middle rules in chunks of 16,384. Each plan runs in its own process, so that one which does not
+#    its HLO dumped. Else the middle rules on, in chunks sized to the lanes each
+#    gets (two plans), then larger chunks for the nested rule and Gauss-Hermite.
+#    Each plan runs in its own process, so that one which does not
 #    compile in time costs only its step; the programs they share come from the
 #    persistent cache. Each record carries quadrature_digest: equal digests, the same
 #    bits (a plan whose bits differ needs a NUMBERS_VERSION bump to become the default).
@@ -34,14 +35,19 @@ if ! timeout $(left 150) python3 $Q --workers 2 2>&1 | grep -v "^ "; then
     --lanes 1024 --out $R --rules nested_exact_s nested 2>&1 | grep -v "^ "
   find $R/xla -type f ! -name "*nested*_after_optimizations.txt" -delete  # ~2.5 MB each
 else
+  # With the middle rules, 10^5 of the benchmark's lanes make (on CPU, the same
+  # routing): (alpha, t) 2 calls of 5333 and 1980 lanes, t outermost 1 of 14,435,
+  # Gauss-Hermite t 3 of 1877, 460 and 161, the nested rule 5 of 142, 50, 36, 2 and 2.
+  # Every call is padded to its rule's chunk, so the nested rule's few lanes get small
+  # chunks: in 1024 (0.23.0, every rule in 1024) its 5 calls took 60 ms for 232 lanes.
+  step "the middle rules on: (alpha, t) in chunks of 8192, t outermost 16,384, t 4096, nested 256"
+  timeout $(left 240) python3 $Q --middle-rules on --rule-chunks hermite_alpha_t=8192 t_outer=16384 hermite_t=4096 nested=256 2>&1 | grep -v "^ "
+  step "the same with Gauss-Hermite t in chunks of 2048, the nested rule 128"
+  timeout $(left 290) python3 $Q --middle-rules on --rule-chunks hermite_alpha_t=8192 t_outer=16384 hermite_t=2048 nested=128 2>&1 | grep -v "^ "
   step "the nested rule in chunks of 4096"
-  timeout $(left 210) python3 $Q --rule-chunks nested=4096 2>&1 | grep -v "^ "
-  step "the nested rule in chunks of 8192"
-  timeout $(left 260) python3 $Q --rule-chunks nested=8192 2>&1 | grep -v "^ "
+  timeout $(left 340) python3 $Q --rule-chunks nested=4096 2>&1 | grep -v "^ "
   step "Gauss-Hermite in chunks of 32,768, the nested rule 8192"
-  timeout $(left 300) python3 $Q --rule-chunks gauss_hermite=32768 nested=8192 2>&1 | grep -v "^ "
-  step "the middle rules on, in chunks of 16,384, the nested rule 4096"
-  timeout $(left 390) python3 $Q --middle-rules on --rule-chunks t_outer=16384 hermite_t=16384 hermite_alpha_t=16384 nested=4096 2>&1 | grep -v "^ "
+  timeout $(left 390) python3 $Q --rule-chunks gauss_hermite=32768 nested=8192 2>&1 | grep -v "^ "
 fi
 step "NUTS 10^5 fits, the chain kernel: the default (two workers, calls of 4096), then one worker"
 timeout $(left 595) python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 --loops kernel --out $R --sizes $SIZE --workers 1 2>&1 | grep -v "^ "
