@@ -513,14 +513,20 @@ def fits_digest(fits) -> str:
     return digest.hexdigest()
 
 
+def values_differ(x, y) -> np.ndarray:
+    """Where two arrays of one field differ at all, a NaN equal to a NaN (bool, their shape)."""
+    x, y = np.asarray(x), np.asarray(y)
+    same = x == y
+    if x.dtype.kind == "f":
+        same |= np.isnan(x) & np.isnan(y)
+    return ~same
+
+
 def fits_differing(a, b) -> int:
     """Fits whose numbers differ in any field between two :class:`FitResults` (NaN equals NaN)."""
     differ = np.zeros(np.shape(a.post_mean), bool)
-    for x, y in zip(map(np.asarray, a), map(np.asarray, b), strict=True):
-        same = x == y
-        if x.dtype.kind == "f":
-            same |= np.isnan(x) & np.isnan(y)
-        differ |= ~same
+    for x, y in zip(a, b, strict=True):
+        differ |= values_differ(x, y)
     return int(differ.sum())
 
 

@@ -24,7 +24,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
-from bench_kernels import lanes, sample_designs, timed_fits  # noqa: E402 - beside this script
+from bench_kernels import lanes, sample_designs, timed_fits, values_differ  # noqa: E402 - beside this script
 from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
@@ -43,8 +43,13 @@ def compare(counts, keys, chunks: list[int], settings: NUTSSettings) -> dict:
         diff = {}
         for name in FIELDS:
             x, y = np.asarray(getattr(first, name)), np.asarray(getattr(other, name))
-            gap = np.abs(x.astype(float) - y.astype(float))
-            diff[name] = {"fits_differing": int(np.sum(x != y)), "max_abs_diff": float(gap.max())}
+            differ = values_differ(x, y)
+            # Where one is NaN and the other not, the gap is NaN: max_abs_diff says so.
+            gap = np.abs(x.astype(float) - y.astype(float))[differ]
+            diff[name] = {
+                "fits_differing": int(differ.sum()),
+                "max_abs_diff": float(gap.max()) if gap.size else 0.0,
+            }
         out["by_chunk"][str(c)] = diff
     return out
 
