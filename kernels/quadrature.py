@@ -812,8 +812,9 @@ def posterior_summary(
     _, w, _ = _gauss_legendre(rule.alpha_nodes)
     log_density = log_post - log_total - jnp.log(w)
     tail = 0.5 * (1.0 - level)
-    low = _quantile(panels, log_density, tail, rule.alpha_nodes)
-    high = _quantile(panels, log_density, 1.0 - tail, rule.alpha_nodes)
+    # Both ends in one search, vmapped: one loop, half the trips an accelerator launches.
+    ends = jnp.array([tail, 1.0 - tail])
+    low, high = jax.vmap(lambda q: _quantile(panels, log_density, q, rule.alpha_nodes))(ends)
     return PosteriorSummary(mean, sd, low, high)
 
 

@@ -160,10 +160,11 @@ def _summary(
     mean = jnp.sum(weights * panels.x)
     sd = jnp.sqrt(jnp.sum(weights * (panels.x - mean) ** 2))
     tail = 0.5 * (1.0 - level)
-    (low, low_ok), (high, high_ok) = (
-        _quantile(panels, weights, q, mean, sd, rule.quantile_steps) for q in (tail, 1.0 - tail)
+    # Both ends in one search, vmapped: one loop, half the trips an accelerator launches.
+    ends, ok = jax.vmap(lambda q: _quantile(panels, weights, q, mean, sd, rule.quantile_steps))(
+        jnp.array([tail, 1.0 - tail])
     )
-    return PosteriorSummary(mean, sd, low, high), low_ok & high_ok
+    return PosteriorSummary(mean, sd, ends[0], ends[1]), ok[0] & ok[1]
 
 
 #: Largest |F(α) − q| at an interval end that the rule trusts: at a density

@@ -129,8 +129,10 @@ def test_kernels_a_call_count_each_loop_body_once_per_trip():
 
 def test_a_rule_s_anatomy_names_its_quantile_loops_and_its_costs():
     found = anatomy(PROGRAMS["nested_exact_s"](), 8)
-    assert found["loops"].count(16) == 2  # the interval's two ends, Newton within a bracket
-    assert found["trips"] >= 32
+    # The interval's two ends, Newton within a bracket, searched in one loop: on an
+    # accelerator each trip launches the body's kernels, so two loops cost twice.
+    assert found["loops"].count(16) == 1
+    assert found["trips"] >= 16
     assert found["kernels"] > found["trips"]  # every trip runs at least one kernel
     assert set(found["per_lane"]) >= {"flops", "transcendentals", "bytes accessed"}
     assert found["scratch_bytes_per_lane"] > 0
