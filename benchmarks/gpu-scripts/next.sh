@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared for the next lease (0.30.0; not yet run): about 10 minutes on a fresh
+# Prepared for the next lease (0.31.0; not yet run): about 10 minutes on a fresh
 # machine, parts in order of worth. Carry .whl/ (pydantic's wheels and flatbuffers')
 # and this script with lease.sh in .gpu/; run it with the device tool's timeout_s at 600.
 # 1. The quadrature at 10^5 fits, the target furthest off (389,010 of 10^6 posteriors/s,
@@ -11,7 +11,12 @@
 #    0.30.0's plan: its compile stage says whether that was the cause. If it does not
 #    finish, each nested program is compiled alone, to say which one is slow, and
 #    its HLO dumped. Else the middle rules on, in chunks sized to the lanes each
-#    gets (two plans), then larger chunks for the nested rule and Gauss-Hermite.
+#    gets (the (alpha, t) rule's at 1024, then 8192), then larger chunks for the
+#    nested rule and Gauss-Hermite. 0.31.0's nested, t and t-outermost rules search
+#    both interval ends in one loop (a third fewer kernels a call on CPU, the same
+#    bits there): quadrature_programs.py counts the nested rule's on the GPU (0.29.0's:
+#    532 kernels, 64 trips), and the first step's rule_costs_one_worker times its calls
+#    (8.7 ms a call of 1024 in the morning lease of 2026-11-27, 9.8 in the evening's).
 #    Each plan runs in its own process, so that one which does not
 #    compile in time costs only its step; the programs they share come from the
 #    persistent cache. Each record carries quadrature_digest: equal digests, the same
@@ -25,7 +30,7 @@ set -o pipefail
 . "$(dirname "$0")/lease.sh"
 SIZE=${SIZE:-100000}
 Q="scripts/bench_kernels.py --sizes $SIZE --quadrature-only --quadrature-variants driver --out $R"
-step "quadrature: 0.30.0's plan (Gauss-Hermite in chunks of 16,384, the rest 1024), then two workers"
+step "quadrature: the default plan (Gauss-Hermite in chunks of 16,384, the rest 1024), then two workers"
 if ! timeout $(left 150) python3 $Q --workers 2 2>&1 | grep -v "^ "; then
   # Each compiled afresh (their own cache) with its optimised HLO dumped into the
   # records, so that the slow kernel can be read here.
@@ -35,15 +40,20 @@ if ! timeout $(left 150) python3 $Q --workers 2 2>&1 | grep -v "^ "; then
     --lanes 1024 --out $R --rules nested_exact_s nested 2>&1 | grep -v "^ "
   find $R/xla -type f ! -name "*nested*_after_optimizations.txt" -delete  # ~2.5 MB each
 else
+  step "the nested rule's programs at 1024 lanes, counted (from the cache)"
+  timeout $(left 190) python3 scripts/quadrature_programs.py --lanes 1024 --out $R --rules nested nested_exact_s 2>&1 | grep -v "^ "
   # With the middle rules, 10^5 of the benchmark's lanes make (on CPU, the same
   # routing): (alpha, t) 2 calls of 5333 and 1980 lanes, t outermost 1 of 14,435,
   # Gauss-Hermite t 3 of 1877, 460 and 161, the nested rule 5 of 142, 50, 36, 2 and 2.
   # Every call is padded to its rule's chunk, so the nested rule's few lanes get small
   # chunks: in 1024 (0.23.0, every rule in 1024) its 5 calls took 60 ms for 232 lanes.
-  step "the middle rules on: (alpha, t) in chunks of 8192, t outermost 16,384, t 4096, nested 256"
-  timeout $(left 240) python3 $Q --middle-rules on --rule-chunks hermite_alpha_t=8192 t_outer=16384 hermite_t=4096 nested=256 2>&1 | grep -v "^ "
-  step "the same with Gauss-Hermite t in chunks of 2048, the nested rule 128"
-  timeout $(left 290) python3 $Q --middle-rules on --rule-chunks hermite_alpha_t=8192 t_outer=16384 hermite_t=2048 nested=128 2>&1 | grep -v "^ "
+  # The (alpha, t) rule's program did not finish compiling at 16,384 lanes (2026-11-27
+  # afternoon), nor the plan with it at 8192 in 150 s (morning, -031225.json); at 1024 it
+  # did (the whole plan 62 s). So first with it at 1024, then at 8192 (the rest cached).
+  step "the middle rules on: (alpha, t) in chunks of 1024, t outermost 16,384, t 4096, nested 256"
+  timeout $(left 250) python3 $Q --middle-rules on --rule-chunks hermite_alpha_t=1024 t_outer=16384 hermite_t=4096 nested=256 2>&1 | grep -v "^ "
+  step "the same with (alpha, t) in chunks of 8192"
+  timeout $(left 310) python3 $Q --middle-rules on --rule-chunks hermite_alpha_t=8192 t_outer=16384 hermite_t=4096 nested=256 2>&1 | grep -v "^ "
   step "the nested rule in chunks of 4096"
   timeout $(left 340) python3 $Q --rule-chunks nested=4096 2>&1 | grep -v "^ "
   step "Gauss-Hermite in chunks of 32,768, the nested rule 8192"
