@@ -40,7 +40,7 @@ if ! timeout $(left 150) python3 $Q --workers 2 2>&1 | grep -v "^ "; then
     --lanes 1024 --out $R --rules nested_exact_s nested 2>&1 | grep -v "^ "
   find $R/xla -type f ! -name "*nested*_after_optimizations.txt" -delete  # ~2.5 MB each
 else
-  step "the nested rule's programs at 1024 lanes, counted (from the cache)"
+  step "the nested rule's programs at 1024 lanes, counted (compiled again unless the cache holds them)"
   timeout $(left 190) python3 scripts/quadrature_programs.py --lanes 1024 --out $R --rules nested nested_exact_s 2>&1 | grep -v "^ "
   # With the middle rules, 10^5 of the benchmark's lanes make (on CPU, the same
   # routing): (alpha, t) 2 calls of 5333 and 1980 lanes, t outermost 1 of 14,435,
