@@ -25,7 +25,12 @@ Measures, on whatever device JAX has:
     ``--rule-chunks gauss_hermite=16384`` gives a rule's chunks their own
     size, ``--middle-rules on`` tries the rules between the Gauss–Hermite
     and the nested one on an accelerator too (``off``: not on CPU either)
-    (``fit_lanes(rule_chunks=..., middle_rules=...)``);
+    (``fit_lanes(rule_chunks=..., middle_rules=...)``), and ``--gather-rules
+    on`` makes each rule wait for all its lanes (``off``: pass after pass;
+    by default on an accelerator only: ``fit_lanes(gather_rules=...)``); every
+    quadrature record also times the driver with the other of these two
+    schedules, on the same programs and lanes, and says whether its fits
+    had the same bits;
   * optionally (``--workers``), quadrature and NUTS throughput with each
     given number of chunks in flight at once (``fit_lanes(workers=...)``;
     the default, :func:`sweep.fits.default_workers`, is one per CPU core,
@@ -70,7 +75,8 @@ Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--base
            [--kernel-blocks 16 32 64] [--kernel-warps 1 2 4]
            [--warm-up] [--quadrature-repeats 3] [--quadrature-seconds 2]
            [--quadrature-variants all|driver]
-           [--rule-chunks RULE=LANES ...] [--middle-rules on|off] [--out DIR]
+           [--rule-chunks RULE=LANES ...] [--middle-rules on|off] [--gather-rules on|off]
+           [--out DIR]
 """
 
 from __future__ import annotations
@@ -175,6 +181,9 @@ QUADRATURE_SECONDS = 2.0
 #: ``fit_lanes``' ``rule_chunks`` and ``middle_rules`` for every quadrature run
 #: (``--rule-chunks``, ``--middle-rules``).
 QUADRATURE_PLAN: dict = {}
+#: ``fit_lanes``' ``gather_rules`` for every quadrature run (``--gather-rules``;
+#: None: its default).
+GATHER_RULES: bool | None = None
 
 
 def timed_fits(
@@ -191,6 +200,7 @@ def timed_fits(
     rules=None,
     runs=None,
     chunk_times=None,
+    gather_rules: bool | None = None,
 ):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
@@ -198,7 +208,8 @@ def timed_fits(
     to) is compiled ahead (into the persistent compilation cache that
     :func:`main` sets up), so the time is the fits', not XLA's. ``chunk``,
     ``workers``, ``laplace``, ``hermite_t``, ``alpha_t`` and ``t_outer`` as in ``fit_lanes``
-    (None: its defaults, or for the rules: not at all). ``rules`` as there.
+    (None: its defaults, or for the rules: not at all). ``rules`` as there,
+    and ``gather_rules`` (None: :data:`GATHER_RULES`).
     With :data:`WARM_UP` set (``--warm-up``), the fits also run once untimed
     first: on an accelerator the first run of a program also loads it onto
     the device (seen on an H100: 10^3 quadrature lanes at 9.8k/s on a
@@ -229,6 +240,9 @@ def timed_fits(
             label += f" (blocks of {settings.kernel_block}, {warps} warp{'s' * (warps > 1)})"
     label += f", chunks of {chunk}" if chunk else ""
     label += f", {workers} worker{'s' if workers > 1 else ''}" if workers else ""
+    gather_rules = GATHER_RULES if gather_rules is None else gather_rules
+    if gather_rules is not None and method == "quadrature":
+        label += ", rules gathered" if gather_rules else ", rules in passes"
     chunks = plan_chunks(counts, method, nuts=settings, **plan)
     with stage(f"{label}: {len(chunks)} chunks' programs compiled"):
         compiled = set()
@@ -252,7 +266,15 @@ def timed_fits(
                     fn.lower(keys[padded], lanes, n_valid).compile()
     if WARM_UP:
         with stage(f"{label}: warm-up run"):
-            fit_lanes(counts, keys, method, nuts=settings, workers=workers, **plan)
+            fit_lanes(
+                counts,
+                keys,
+                method,
+                nuts=settings,
+                workers=workers,
+                gather_rules=gather_rules,
+                **plan,
+            )
 
     def fits():
         if chunk_times is not None:
@@ -266,6 +288,7 @@ def timed_fits(
                 workers=workers,
                 rules=rules,
                 chunk_times=chunk_times,
+                gather_rules=gather_rules,
                 **plan,
             )
         )
@@ -292,19 +315,33 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     middle rules (``without_hermite_t``: without any), with t outermost the
     only one, the nested rule alone (on the development CPU about 300
     posteriors/s: 17 minutes for three runs of 10^5 lanes) and the largest
-    differences between its numbers and the driver's.
+    differences between its numbers and the driver's. Always the driver with
+    the other schedule of its rules (``fit_lanes``' ``gather_rules``) too,
+    and whether its fits had the same bits (they should).
     """
     n = len(np.asarray(counts.n_m))
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
     rules = np.full(n, "", dtype=object)
     names = ("without_t_outer", "without_alpha_t", "without_hermite_t", "t_outer_only", "nested")
-    runs = {name: [] for name in ("driver", *(names if variants else ()))}
+    runs = {name: [] for name in ("driver", "other_schedule", *(names if variants else ()))}
     driver, driver_s = timed_fits(
         counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
     )
+    gathered = jax.default_backend() != "cpu" if GATHER_RULES is None else GATHER_RULES
+    other, other_s = timed_fits(
+        counts, keys, "quadrature", None, runs=runs["other_schedule"], gather_rules=not gathered
+    )
     chunk_times = []
     with stage(f"quadrature, {n} lanes, 1 worker: each call timed"):
-        fit_lanes(counts, keys, "quadrature", workers=1, chunk_times=chunk_times, **QUADRATURE_PLAN)
+        fit_lanes(
+            counts,
+            keys,
+            "quadrature",
+            workers=1,
+            chunk_times=chunk_times,
+            gather_rules=gathered,
+            **QUADRATURE_PLAN,
+        )
     out = {
         "quadrature_per_s": n / driver_s,
         # Of all full-model lanes: the share whose numbers come from each rule.
@@ -318,6 +355,15 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
         # digest means every field of every fit has the same bits.
         "quadrature_post_mean_sum": float(np.sum(np.asarray(driver.post_mean))),
         "quadrature_digest": fits_digest(driver),
+        # Whether each rule waited for all its lanes (fit_lanes' gather_rules),
+        # and the driver with the other schedule: the same programs and lanes.
+        "quadrature_gather_rules": gathered,
+        "quadrature_other_schedule": {
+            "gather_rules": not gathered,
+            "per_s": n / other_s,
+            "over_driver": other_s / driver_s,
+            "same_numbers": fits_digest(other) == fits_digest(driver),
+        },
     }
     if not variants:
         return out
@@ -676,7 +722,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
 
 
 def main(argv=None) -> None:
-    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_SECONDS, QUADRATURE_PLAN, LOG
+    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_SECONDS, QUADRATURE_PLAN, GATHER_RULES, LOG
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
@@ -769,6 +815,12 @@ def main(argv=None) -> None:
         choices=["on", "off"],
         help="try the middle quadrature rules (default: on CPU only)",
     )
+    parser.add_argument(
+        "--gather-rules",
+        choices=["on", "off"],
+        help="each quadrature rule waits for all its lanes, or runs pass after pass "
+        "(default: gathered on an accelerator only)",
+    )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -801,6 +853,7 @@ def main(argv=None) -> None:
         "rule_chunks": rule_chunks or None,
         "middle_rules": None if args.middle_rules is None else args.middle_rules == "on",
     }
+    GATHER_RULES = None if args.gather_rules is None else args.gather_rules == "on"
     settings = resolve_loop(NUTSSettings())  # the loop "auto" runs here
     stem = f"kernels-{jax.devices()[0].platform}"
     # Written after each part and stage, marked partial until the last, so that a run

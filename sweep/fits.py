@@ -11,10 +11,13 @@ nested quadrature rule on CPU in small vmapped groups, one after another),
 on CPU one chunk per core at a time. Each such program runs as its
 :mod:`jax.export` export (:class:`sweep.compile_cache.ExportedProgram`),
 which a later process loads instead of tracing the kernels again. Quadrature
-of the full model takes up to three passes, each rule checking itself and
+of the full model tries up to four rules in turn, each checking itself and
 passing on the lanes whose posterior it cannot vouch for: the adaptive
 Gauss–Hermite rule on every lane whose counts let it accept the lane at all,
-the nested rule with a Gauss–Hermite t axis, then the nested rule. Results
+a middle rule (Gauss–Hermite in (α, t), or t outermost where the s rule is
+exact), the nested rule with a Gauss–Hermite t axis, then the nested rule;
+pass after pass on CPU, and on an accelerator rule after rule, each rule
+taking all its lanes at once (:func:`_next_calls`). Results
 come back in the input order, and a lane's result does not depend on which
 lanes share its chunk, nor on how many chunks run at once: its randomness
 comes from its own key only.
@@ -509,26 +512,40 @@ class Chunk(NamedTuple):
         piece: ``(n,)`` indices of the lanes it fits, into the input.
         padded: ``(size,)`` the lanes sent in: ``piece``, then repeats of its
             first lane up to the chunk's size, a power of two.
-        exact: quadrature (or the Beta itself), not NUTS.
-        fn: the jitted kernel, called as ``fn(counts, n)`` when ``exact``, else
-            ``fn(keys, counts, n)``, on the ``padded`` lanes (n: how many of
-            them count; NUTS's leapfrog loop runs no others).
-        rule: the name of its rule (:data:`QUADRATURE_RULES`, or "nuts").
-        fallbacks: the rules :func:`fit_lanes` tries, in turn, on the lanes
-            that ``fn`` rejects, in chunks of the same size (or of their own
-            :attr:`Stage.size`). Where there are
-            any, ``fn`` returns a summary and whether to trust it (a rule that
-            checks itself: :func:`kernels.gauss_hermite.laplace_summary`,
-            :func:`kernels.quadrature.hermite_t_summary`); so does every
-            fallback but the last.
+        stages: its rule, then the rules :func:`fit_lanes` tries, in turn,
+            on the lanes that rule rejects (:attr:`fallbacks`).
     """
 
     piece: np.ndarray
     padded: np.ndarray
-    exact: bool
-    fn: Callable
-    rule: str = ""
-    fallbacks: tuple[Stage, ...] = ()
+    stages: tuple[Stage, ...]
+
+    @property
+    def fn(self) -> Callable:
+        """The jitted kernel, called as ``fn(counts, n)`` when :attr:`exact`, else
+        ``fn(keys, counts, n)``, on the ``padded`` lanes (n: how many of them
+        count; NUTS's leapfrog loop runs no others)."""
+        return self.stages[0].fn
+
+    @property
+    def rule(self) -> str:
+        """The name of its rule (:data:`QUADRATURE_RULES`, or "nuts")."""
+        return self.stages[0].rule
+
+    @property
+    def exact(self) -> bool:
+        """Quadrature (or the Beta itself), not NUTS."""
+        return self.rule != "nuts"
+
+    @property
+    def fallbacks(self) -> tuple[Stage, ...]:
+        """The rules tried on the lanes that :attr:`fn` rejects, in chunks of
+        the same size (or of their own :attr:`Stage.size`). Where there are
+        any, ``fn`` returns a summary and whether to trust it (a rule that
+        checks itself: :func:`kernels.gauss_hermite.laplace_summary`,
+        :func:`kernels.quadrature.hermite_t_summary`); so does every fallback
+        but the last."""
+        return self.stages[1:]
 
 
 def fit_lanes(
@@ -551,6 +568,7 @@ def fit_lanes(
     chunk_times: list | None = None,
     rule_chunks: Mapping[str, int] | None = None,
     middle_rules: bool | None = None,
+    gather_rules: bool | None = None,
     stop: threading.Event | None = None,
 ) -> FitResults:
     """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
@@ -584,14 +602,14 @@ def fit_lanes(
             a Gauss–Hermite t axis
             (:func:`kernels.quadrature.hermite_t_summary`), where its counts
             allow (on CPU only: see :func:`_quadrature_stages`); None: not
-            at all. The rest get the nested ``rule``, each
-            rule in a pass of its own. Whether a lane is accepted depends on
-            its counts alone.
+            at all. The rest get the nested ``rule``. Whether a lane is
+            accepted depends on its counts alone.
         rules: None, or a ``(B,)`` array that receives each lane's rule
             (:data:`QUADRATURE_RULES`; "nuts" for sampled fits), a diagnostic.
         chunk_times: None, or a list that receives a :class:`ChunkTime` for
-            each compiled call, in plan order, pass after pass (a
-            diagnostic: with more than one worker, calls overlap in time).
+            each compiled call, in plan order, pass after pass (or rule
+            after rule: ``gather_rules``; a diagnostic: with more than one
+            worker, calls overlap in time).
         rule_chunks: quadrature rules (:data:`FULL_MODEL_RULES`) whose
             chunks hold this many lanes (a power of two), in place of
             ``chunk_size`` or the default: a benchmark's knob, since a
@@ -602,6 +620,18 @@ def fit_lanes(
             between the Gauss–Hermite and the nested one (``alpha_t``,
             ``t_outer``, ``hermite_t``); None: on CPU only (see
             :func:`_quadrature_stages`).
+        gather_rules: whether each rule waits until no lane may still be
+            passed on to it and then takes all its lanes at once, so that it
+            makes as few calls as its lanes need (:func:`_next_calls`); else
+            the rules run pass after pass, each on the lanes that the pass
+            before passed on. None: on accelerators only, where a
+            quadrature call costs about its kernel launches, not its lanes.
+            On CPU calls cost their lanes, and in passes one rule's calls
+            run beside another's on the cores: on the 2-core development
+            CPU, gathered, the driver ran at 0.93–1.01 times its speed in
+            passes on 10^2 of the benchmark's lanes, 1.00–1.04 on 10^3 and
+            1.00 on 10^4 (``bench_kernels.py``'s ``quadrature_other_schedule``,
+            four runs). A lane's numbers do not depend on it.
         stop: None, or an event that, once set, keeps the chunks not yet
             begun from beginning: then ``CancelledError`` is raised once the
             chunks under way are done (for a caller that gives up on the
@@ -642,29 +672,83 @@ def fit_lanes(
     # beside memory_budget_bytes. A pool of its own, so that a chunk's thread
     # never waits on its own pool.
     summaries = ThreadPoolExecutor(usable_cores()) if method == "nuts" else None
+    if gather_rules is None:
+        gather_rules = jax.default_backend() != "cpu"
 
     def fit(chunk: Chunk):
         return _timed_fit(chunk, counts, keys, level, summaries, stop)
 
+    waiting = [_Waiting(chunk.stages, len(chunk.padded), chunk.piece, chunk) for chunk in chunks]
     try:
-        while chunks:
+        while waiting:
+            chunks, waiting = _next_calls(waiting, workers, gather_rules)
             rejected = _run_chunks(pool, fit, chunks, out, on_chunk, rules, chunk_times)
-            # The next pass: the next rule on the lanes this one rejected, in
-            # chunks of the same size (so a lane's numbers do not depend on
-            # which others were rejected with it).
-            chunks = [
-                chunk
+            # The lanes a rule rejected wait for the next rule their counts
+            # allow, in chunks of the same size (so a lane's numbers do not
+            # depend on which others were rejected with it).
+            waiting += [
+                _Waiting(stages, size, lanes)
                 for fallbacks, size, index in rejected
                 for stages, lanes in _route(fallbacks, index, counts)
-                for chunk in _staged_chunks(
-                    stages, lanes, size, _spread(stages[0], len(lanes), size, workers)
-                )
             ]
     finally:
         pool.shutdown(cancel_futures=True)  # after an error, start no more chunks
         if summaries is not None:
             summaries.shutdown(cancel_futures=True)
     return FitResults(**out)
+
+
+class _Waiting(NamedTuple):
+    """Lanes of :func:`fit_lanes` that wait for the first of ``stages``, in calls of ``size``.
+
+    ``chunk``: None, or the planned call (:func:`plan_chunks`) that holds
+    exactly these lanes, made as it is unless other lanes join them.
+    """
+
+    stages: tuple[Stage, ...]
+    size: int
+    lanes: np.ndarray
+    chunk: Chunk | None = None
+
+
+def _next_calls(
+    waiting: list[_Waiting], workers: int, gather: bool = True
+) -> tuple[list[Chunk], list[_Waiting]]:
+    """The calls :func:`fit_lanes` makes next, and the lanes that wait on.
+
+    Waiting lanes with the same rules ahead of them and the same chunk size
+    share calls (a lane's call always has the size it would have had alone),
+    and a planned call whose lanes no others join is made as planned. With
+    ``gather``, a rule is called only once no waiting lane may still be
+    passed on to it: then all its lanes go at once, whether they were
+    planned for it or rejected by different rules, groups or calls before,
+    so each rule makes as few calls as its lanes need. On an accelerator a
+    quadrature call costs about its kernel launches, not its lanes
+    (benchmarks/GPU-NOTES.md): on 10^5 of the benchmark's lanes with the
+    middle rules in chunks sized to their lanes, gathered, the rules after
+    Gauss–Hermite made 6 calls, where pass after pass they made 11 (the
+    nested rule 2 calls of 256 lanes for 232 lanes, not 5; on CPU, ad hoc).
+    Without ``gather``, every waiting lane goes now.
+    """
+    later = {stage.fn for w in waiting for stage in w.stages[1:]}
+    now: dict[tuple, list[_Waiting]] = {}
+    held = []
+    for w in waiting:
+        if gather and w.stages[0].fn in later:
+            held.append(w)
+        else:
+            now.setdefault((w.stages, w.stages[0].size or w.size), []).append(w)
+    if not now:
+        raise RuntimeError("fit_lanes: every waiting rule waits on another (a cycle of rules)")
+    chunks = []
+    for (stages, size), ws in now.items():
+        if all(w.chunk is not None for w in ws):
+            chunks += [w.chunk for w in ws]
+            continue
+        lanes = np.concatenate([w.lanes for w in ws])
+        pieces = _spread(stages[0], len(lanes), size, workers)
+        chunks += _staged_chunks(stages, lanes, size, pieces)
+    return chunks, held
 
 
 def _route(stages: tuple[Stage, ...], index: np.ndarray, counts: Counts):
@@ -716,14 +800,12 @@ def _staged_chunks(
     ``size``: ``lanes[k::pieces]``, so that each holds lanes of every
     difficulty. A stage's own :attr:`Stage.size` wins over ``size``.
     """
-    first, rest = stages[0], stages[1:]
-    exact = first.rule != "nuts"
-    size = first.size or size
+    size = stages[0].size or size
     if pieces is None:
         parts = _chunks(lanes, size)
     else:
         parts = (next(_chunks(lanes[k::pieces], size)) for k in range(pieces))
-    return [Chunk(p, q, exact, first.fn, first.rule, rest) for p, q in parts]
+    return [Chunk(p, q, stages) for p, q in parts]
 
 
 class ChunkTime(NamedTuple):

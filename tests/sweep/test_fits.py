@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from concurrent.futures import CancelledError
 
 import jax
@@ -21,10 +22,13 @@ from sweep.fits import (
     CPU_QUADRATURE_CHUNK,
     FULL_MODEL_RULES,
     MIN_BATCH,
+    QUADRATURE_RULES,
     Stage,
+    _next_calls,
     _nuts_fn,
     _spread,
     _staged_chunks,
+    _Waiting,
     default_chunk_size,
     default_workers,
     fit_lanes,
@@ -271,6 +275,41 @@ def test_a_later_pass_spreads_a_grouped_rule_s_few_lanes_over_the_workers():
     assert sorted(np.concatenate([ch.piece for ch in pieces])) == list(range(17))
 
 
+def test_gathered_a_rule_waits_for_every_lane_that_may_reach_it():
+    """``_next_calls``: a rule's lanes from everywhere in one set of calls, each of its own size."""
+    first, middle, last = (
+        Stage(rule, object()) for rule in ("gauss_hermite", "hermite_t", "nested")
+    )
+    waiting = [
+        _Waiting((first, middle, last), 64, np.arange(0, 10)),
+        _Waiting((middle, last), 64, np.arange(10, 15)),
+        _Waiting((middle, last), 128, np.arange(15, 20)),
+        _Waiting((last,), 64, np.arange(20, 22)),
+    ]
+    # Pass after pass: every waiting lane now.
+    chunks, held = _next_calls(waiting, workers=1, gather=False)
+    assert [ch.rule for ch in chunks] == ["gauss_hermite", "hermite_t", "hermite_t", "nested"]
+    assert held == []
+    # Gathered: only the rule no waiting lane may still reach.
+    chunks, held = _next_calls(waiting, workers=1)
+    assert [ch.rule for ch in chunks] == ["gauss_hermite"] and held == waiting[1:]
+    # Its rejects join the lanes waiting for the next rule, those of one chunk size together.
+    chunks, held = _next_calls([*held, _Waiting((middle, last), 64, np.arange(30, 33))], 1)
+    got = [(ch.rule, len(ch.padded), sorted(ch.piece.tolist())) for ch in chunks]
+    assert got == [
+        ("hermite_t", 64, [*range(10, 15), 30, 31, 32]),
+        ("hermite_t", 128, list(range(15, 20))),
+    ]
+    assert held == waiting[3:]
+    # A rule's own chunk size wins over the size its lanes came with.
+    sized = middle._replace(size=32)
+    chunks, _ = _next_calls(
+        [_Waiting((sized, last), 64, np.arange(3)), _Waiting((sized, last), 128, np.arange(3, 5))],
+        1,
+    )
+    assert [(len(ch.padded), len(ch.piece)) for ch in chunks] == [(32, 5)]
+
+
 def ridge_lanes(b: int, seed: int):
     """``b`` full-model lanes dominated by the metric (NUTS runs them in ridge coordinates)."""
     r = np.random.default_rng(seed)
@@ -395,6 +434,25 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     for name in ("ci_low", "ci_high"):
         np.testing.assert_allclose(getattr(both, name), getattr(nested, name), atol=1e-5)
     assert both.exact.all()
+    # Gathered (the default on an accelerator), each rule waits for every lane
+    # that may still reach it, wherever it comes from: one worker makes one
+    # call of each program that has lanes (every rule's lanes fit one chunk
+    # of 64; the t-axis rule has a program for lanes whose s rule is exact
+    # and one for the others), where pass after pass made more; the same numbers.
+    runs = {}
+    for gather in (False, True):
+        times = []
+        runs[gather] = fit_lanes(
+            c, keys, "quadrature", workers=1, chunk_times=times, gather_rules=gather
+        )
+        calls = Counter(t.rule for t in times)
+        if gather:
+            assert calls == {**dict.fromkeys(QUADRATURE_RULES, 1), "hermite_t": 2}
+        else:
+            assert calls["hermite_alpha_t"] > 1 and calls["hermite_t"] > 2
+    for name, x, y in zip(both._fields, runs[True], runs[False], strict=True):
+        np.testing.assert_array_equal(x, y, err_msg=name)
+        np.testing.assert_array_equal(x, getattr(both, name), err_msg=name)
     # A lane's numbers do not depend on the lanes rejected with it.
     alone = fit_lanes(jax.tree.map(lambda x: x[::2], c), keys[::2], "quadrature")
     np.testing.assert_array_equal(alone.post_sd, both.post_sd[::2])
