@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared for the next lease (0.31.0; not yet run): about 10 minutes on a fresh
+# Prepared for the next lease (0.32.0; not yet run): about 10 minutes on a fresh
 # machine, parts in order of worth. Carry .whl/ (pydantic's wheels and flatbuffers')
 # and this script with lease.sh in .gpu/; run it with the device tool's timeout_s at 600.
 # 1. The quadrature at 10^5 fits, the target furthest off (389,010 of 10^6 posteriors/s,
@@ -17,6 +17,9 @@
 #    bits there): quadrature_programs.py counts the nested rule's on the GPU (0.29.0's:
 #    532 kernels, 64 trips), and the first step's rule_costs_one_worker times its calls
 #    (8.7 ms a call of 1024 in the morning lease of 2026-11-27, 9.8 in the evening's).
+#    Since 0.32.0 each rule on a GPU waits for all its lanes (fit_lanes' gather_rules):
+#    fewer calls, the same programs; every record times the other schedule (passes)
+#    beside it (quadrature_other_schedule, with same_numbers).
 #    Each plan runs in its own process, so that one which does not
 #    compile in time costs only its step; the programs they share come from the
 #    persistent cache. Each record carries quadrature_digest: equal digests, the same
@@ -43,8 +46,9 @@ else
   step "the nested rule's programs at 1024 lanes, counted (compiled again unless the cache holds them)"
   timeout $(left 190) python3 scripts/quadrature_programs.py --lanes 1024 --out $R --rules nested nested_exact_s 2>&1 | grep -v "^ "
   # With the middle rules, 10^5 of the benchmark's lanes make (on CPU, the same
-  # routing): (alpha, t) 2 calls of 5333 and 1980 lanes, t outermost 1 of 14,435,
-  # Gauss-Hermite t 3 of 1877, 460 and 161, the nested rule 5 of 142, 50, 36, 2 and 2.
+  # routing), gathered: Gauss-Hermite 6 calls of 16,384, (alpha, t) 7313 lanes,
+  # t outermost 1 call of 14,435, Gauss-Hermite t 2 of 2337 and 161, the nested rule
+  # 2 of 146 and 86 (in passes: (alpha, t) 5333 + 1980, t 3 calls, nested 5).
   # Every call is padded to its rule's chunk, so the nested rule's few lanes get small
   # chunks: in 1024 (0.23.0, every rule in 1024) its 5 calls took 60 ms for 232 lanes.
   # The (alpha, t) rule's program did not finish compiling at 16,384 lanes (2026-11-27
@@ -54,10 +58,12 @@ else
   timeout $(left 250) python3 $Q --middle-rules on --rule-chunks hermite_alpha_t=1024 t_outer=16384 hermite_t=4096 nested=256 2>&1 | grep -v "^ "
   step "the same with (alpha, t) in chunks of 8192"
   timeout $(left 310) python3 $Q --middle-rules on --rule-chunks hermite_alpha_t=8192 t_outer=16384 hermite_t=4096 nested=256 2>&1 | grep -v "^ "
-  step "the nested rule in chunks of 4096"
-  timeout $(left 340) python3 $Q --rule-chunks nested=4096 2>&1 | grep -v "^ "
-  step "Gauss-Hermite in chunks of 32,768, the nested rule 8192"
-  timeout $(left 390) python3 $Q --rule-chunks gauss_hermite=32768 nested=8192 2>&1 | grep -v "^ "
+  # Gauss-Hermite's 6 calls (5.3 ms each at 16,384 lanes in the morning lease) would be
+  # the plan's largest part: in chunks of 32,768, 3 calls.
+  step "the same with Gauss-Hermite in chunks of 32,768"
+  timeout $(left 350) python3 $Q --middle-rules on --rule-chunks gauss_hermite=32768 hermite_alpha_t=8192 t_outer=16384 hermite_t=4096 nested=256 2>&1 | grep -v "^ "
+  step "without the middle rules: the nested rule in chunks of 4096"
+  timeout $(left 390) python3 $Q --rule-chunks nested=4096 2>&1 | grep -v "^ "
 fi
 step "NUTS 10^5 fits, the chain kernel: the default (two workers, calls of 4096), then one worker"
 timeout $(left 595) python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 --loops kernel --out $R --sizes $SIZE --workers 1 2>&1 | grep -v "^ "
