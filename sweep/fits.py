@@ -629,9 +629,10 @@ def fit_lanes(
             On CPU calls cost their lanes, and in passes one rule's calls
             run beside another's on the cores: on the 2-core development
             CPU, gathered, the driver ran at 0.93–1.01 times its speed in
-            passes on 10^2 of the benchmark's lanes, 1.00–1.04 on 10^3 and
-            1.00 on 10^4 (``bench_kernels.py``'s ``quadrature_other_schedule``,
-            four runs). A lane's numbers do not depend on it.
+            passes on 10^2 of the benchmark's lanes, 0.99–1.04 on 10^3,
+            1.00 on 10^4 and 0.97 on 10^5 (``bench_kernels.py``'s
+            ``quadrature_other_schedule``; seven runs at 10^2 and 10^3,
+            two at 10^4, one at 10^5). A lane's numbers do not depend on it.
         stop: None, or an event that, once set, keeps the chunks not yet
             begun from beginning: then ``CancelledError`` is raised once the
             chunks under way are done (for a caller that gives up on the
