@@ -115,6 +115,7 @@ from sweep.fits import (  # noqa: E402
     default_workers,
     difficulty,
     fit_lanes,
+    gathers_rules,
     lane_keys,
     nuts_chunk_size,
     plan_chunks,
@@ -327,7 +328,7 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     driver, driver_s = timed_fits(
         counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
     )
-    gathered = jax.default_backend() != "cpu" if GATHER_RULES is None else GATHER_RULES
+    gathered = gathers_rules() if GATHER_RULES is None else GATHER_RULES
     other, other_s = timed_fits(
         counts, keys, "quadrature", None, runs=runs["other_schedule"], gather_rules=not gathered
     )

@@ -95,6 +95,7 @@ __all__ = [
     "nuts_slots",
     "default_chunk_size",
     "default_workers",
+    "gathers_rules",
     "usable_cores",
     "difficulty",
     "plan_chunks",
@@ -335,6 +336,12 @@ def default_workers(backend: str | None = None, method: Method | None = None) ->
     if (backend or jax.default_backend()) != "cpu":
         return ACCELERATOR_NUTS_WORKERS if method == "nuts" else 1
     return usable_cores()
+
+
+def gathers_rules(backend: str | None = None) -> bool:
+    """Whether :func:`fit_lanes` gathers each quadrature rule's lanes by default
+    (its ``gather_rules``): on an accelerator, not on CPU."""
+    return (backend or jax.default_backend()) != "cpu"
 
 
 def usable_cores() -> int:
@@ -624,8 +631,9 @@ def fit_lanes(
             passed on to it and then takes all its lanes at once, so that it
             makes as few calls as its lanes need (:func:`_next_calls`); else
             the rules run pass after pass, each on the lanes that the pass
-            before passed on. None: on accelerators only, where a
-            quadrature call costs about its kernel launches, not its lanes.
+            before passed on. None: :func:`gathers_rules`, on accelerators
+            only, where a quadrature call costs about its kernel launches,
+            not its lanes.
             On CPU calls cost their lanes, and in passes one rule's calls
             run beside another's on the cores: on the 2-core development
             CPU, gathered, the driver ran at 0.93–1.01 times its speed in
@@ -674,7 +682,7 @@ def fit_lanes(
     # never waits on its own pool.
     summaries = ThreadPoolExecutor(usable_cores()) if method == "nuts" else None
     if gather_rules is None:
-        gather_rules = jax.default_backend() != "cpu"
+        gather_rules = gathers_rules()
 
     def fit(chunk: Chunk):
         return _timed_fit(chunk, counts, keys, level, summaries, stop)

@@ -32,6 +32,7 @@ from sweep.fits import (
     default_chunk_size,
     default_workers,
     fit_lanes,
+    gathers_rules,
     lane_keys,
     nuts_slots,
     plan_chunks,
@@ -338,6 +339,8 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
     # On an accelerator a second NUTS call overlaps the host's summaries of the first.
     assert default_workers("gpu", "nuts") == ACCELERATOR_NUTS_WORKERS == 2
     assert default_workers("gpu", "quadrature") == 1
+    # There a quadrature rule's lanes are gathered into as few calls as they need.
+    assert gathers_rules("gpu") and not gathers_rules("cpu")
     assert default_workers("cpu", "nuts") == default_workers("cpu", "quadrature") == usable_cores()
     # The NUTS settings of test_nuts' determinism test, whose ridge program is then compiled.
     settings = NUTSSettings(chains=2, warmup=50, samples=50)
