@@ -343,6 +343,7 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
             gather_rules=gathered,
             **QUADRATURE_PLAN,
         )
+    digest = fits_digest(driver)
     out = {
         "quadrature_per_s": n / driver_s,
         # Of all full-model lanes: the share whose numbers come from each rule.
@@ -355,7 +356,7 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
         # processes (another --rule-chunks, XLA_FLAGS or device): the same
         # digest means every field of every fit has the same bits.
         "quadrature_post_mean_sum": float(np.sum(np.asarray(driver.post_mean))),
-        "quadrature_digest": fits_digest(driver),
+        "quadrature_digest": digest,
         # Whether each rule waited for all its lanes (fit_lanes' gather_rules),
         # and the driver with the other schedule: the same programs and lanes.
         "quadrature_gather_rules": gathered,
@@ -363,7 +364,7 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
             "gather_rules": not gathered,
             "per_s": n / other_s,
             "over_driver": other_s / driver_s,
-            "same_numbers": fits_digest(other) == fits_digest(driver),
+            "same_numbers": fits_digest(other) == digest,
         },
     }
     if not variants:
