@@ -1,5 +1,5 @@
 """Pure JAX kernels of binmetric-sweep: counts, log-density, NUTS, quadrature, summaries.
 
 Nothing here reads files, prints, jits or imports Ray: callers compose, vmap
-and jit. See ``shared/MODEL.md`` for the model.
+and jit. See ``docs/model.md`` for the model.
 """

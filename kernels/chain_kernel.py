@@ -35,8 +35,7 @@ from functools import cache
 
 import jax
 import jax.numpy as jnp
-
-from kernels.stepwise import (
+from binmetric_sweep.kernels.stepwise import (
     DONE,
     ChainOutputs,
     any_running,

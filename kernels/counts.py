@@ -3,7 +3,7 @@
 A *design* is one configuration of the model (α, ρ, η and the three sample
 sizes); its *counts* are what a campaign run under it observes. Counts are made
 either as rounded expected values (the published tables) or as binomial draws,
-one set per replicate. See ``shared/MODEL.md`` for the model.
+one set per replicate. See ``docs/model.md`` for the model.
 
 Every function here works on one lane (scalars); callers ``jax.vmap`` over
 lanes. Counts are carried as floating-point numbers so that they enter the

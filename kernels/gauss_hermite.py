@@ -38,10 +38,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from kernels.counts import Counts
-from kernels.logdensity import grid_logdensity, logdensity
-from kernels.quadrature import (
+from binmetric_sweep.kernels.counts import Counts
+from binmetric_sweep.kernels.logdensity import grid_logdensity, logdensity
+from binmetric_sweep.kernels.quadrature import (
     PosteriorSummary,
     QuadratureRule,
     hermite_t_allows,
@@ -49,7 +48,7 @@ from kernels.quadrature import (
     normal_rule,
     summaries_agree,
 )
-from kernels.ridge import ridge_grid_logdensity, ridge_logdensity, ridge_position
+from binmetric_sweep.kernels.ridge import ridge_grid_logdensity, ridge_logdensity, ridge_position
 
 Array = jax.Array
 

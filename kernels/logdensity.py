@@ -1,6 +1,6 @@
 """Log posterior density of (α, ρ, η) in unconstrained (logit) coordinates.
 
-The posterior of ``shared/MODEL.md`` is three Beta posteriors times the
+The posterior of ``docs/model.md`` is three Beta posteriors times the
 binomial likelihood of the metric-only ratings,
 
     m₊ | α, ρ, η ~ Binomial(N_M, p),   p = α·ρ + (1 − α)·(1 − η).
@@ -27,9 +27,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from binmetric_sweep.kernels.counts import Counts
 from jax.scipy.special import xlogy
-
-from kernels.counts import Counts
 
 Array = jax.Array
 

@@ -37,15 +37,24 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from binmetric_sweep.kernels.chain_kernel import (
+    DEFAULT_BLOCK,
+    TRITON_LOWERING,
+    can_import,
+    run_blocks,
+)
+from binmetric_sweep.kernels.counts import Counts
+from binmetric_sweep.kernels.diagnostics import bulk_effective_sample_size, sd_mcse
+from binmetric_sweep.kernels.logdensity import logdensity, logdensity_centres
+from binmetric_sweep.kernels.ridge import (
+    prefers_ridge,
+    ridge_centres,
+    ridge_logdensity,
+    ridge_position,
+)
+from binmetric_sweep.kernels.stepwise import run_queue
 from numpyro.diagnostics import split_gelman_rubin
 from numpyro.infer.hmc import hmc
-
-from kernels.chain_kernel import DEFAULT_BLOCK, TRITON_LOWERING, can_import, run_blocks
-from kernels.counts import Counts
-from kernels.diagnostics import bulk_effective_sample_size, sd_mcse
-from kernels.logdensity import logdensity, logdensity_centres
-from kernels.ridge import prefers_ridge, ridge_centres, ridge_logdensity, ridge_position
-from kernels.stepwise import run_queue
 
 Array = jax.Array
 

@@ -62,9 +62,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from binmetric_sweep.kernels.counts import Counts
 from jax.scipy.special import xlog1py, xlogy
-
-from kernels.counts import Counts
 
 Array = jax.Array
 

@@ -36,10 +36,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from binmetric_sweep.kernels.counts import Counts
+from binmetric_sweep.kernels.logdensity import (
+    TermCentre,
+    binomial_logit_term,
+    logistic_parts,
+    term_centre,
+)
 from jax.scipy.special import xlogy
-
-from kernels.counts import Counts
-from kernels.logdensity import TermCentre, binomial_logit_term, logistic_parts, term_centre
 
 Array = jax.Array
 

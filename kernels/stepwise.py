@@ -55,9 +55,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.infer.hmc_util import IntegratorState
-
-from kernels.adaptation import (
+from binmetric_sweep.kernels.adaptation import (
     Adaptation,
     Vector,
     restart_step_size,
@@ -65,7 +63,8 @@ from kernels.adaptation import (
     update_adaptation,
     window_ends,
 )
-from kernels.threefry import fold_in, uniform_words
+from binmetric_sweep.kernels.threefry import fold_in, uniform_words
+from numpyro.infer.hmc_util import IntegratorState
 
 Array = jax.Array
 

@@ -42,10 +42,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import xlog1py, xlogy
-
-from kernels.counts import Counts
-from kernels.quadrature import (
+from binmetric_sweep.kernels.counts import Counts
+from binmetric_sweep.kernels.quadrature import (
     PosteriorSummary,
     QuadratureRule,
     _alpha_given_rate,
@@ -64,6 +62,7 @@ from kernels.quadrature import (
     logit_hermite_rule,
     summaries_agree,
 )
+from jax.scipy.special import xlog1py, xlogy
 
 Array = jax.Array
 

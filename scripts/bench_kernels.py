@@ -95,20 +95,17 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+import binmetric_sweep.sweep.fits as fits_module  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from numpyro.infer import MCMC, NUTS  # noqa: E402
-from result_record import StageLog, provenance  # noqa: E402 - beside this script
-
-import sweep.fits as fits_module  # noqa: E402
-from kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
-from kernels.gauss_hermite import AlphaTRule, LaplaceRule  # noqa: E402
-from kernels.logdensity import logdensity  # noqa: E402
-from kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
-from kernels.quadrature import HermiteTRule, model_kind  # noqa: E402
-from kernels.summaries import epsilon  # noqa: E402
-from kernels.t_outer import TOuterRule  # noqa: E402
-from sweep.fits import (  # noqa: E402
+from binmetric_sweep.kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
+from binmetric_sweep.kernels.gauss_hermite import AlphaTRule, LaplaceRule  # noqa: E402
+from binmetric_sweep.kernels.logdensity import logdensity  # noqa: E402
+from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
+from binmetric_sweep.kernels.quadrature import HermiteTRule, model_kind  # noqa: E402
+from binmetric_sweep.kernels.summaries import epsilon  # noqa: E402
+from binmetric_sweep.kernels.t_outer import TOuterRule  # noqa: E402
+from binmetric_sweep.sweep.fits import (  # noqa: E402
     FULL_MODEL_RULES,
     _nuts_fn,
     default_chunk_size,
@@ -120,10 +117,12 @@ from sweep.fits import (  # noqa: E402
     nuts_chunk_size,
     plan_chunks,
 )
+from numpyro.infer import MCMC, NUTS  # noqa: E402
+from result_record import StageLog, provenance  # noqa: E402 - beside this script
 
 
 def sample_designs(n: int, seed: int) -> Design:
-    """Configurations from the legacy grid's ranges (MODEL.md), shared paired set."""
+    """Configurations from the legacy grid's ranges (docs/model.md), shared paired set."""
     r = np.random.default_rng(seed)
     sizes = np.array([10, 100, 500, 1000, 2000, 5000, 10000], float)
     metric = np.array([500, 1000, 5000, 10000, 20000, 50000, 100000], float)

@@ -31,11 +31,10 @@ from pathlib import Path
 from statistics import median
 
 import pandas as pd
+from binmetric_sweep import sweep
+from binmetric_sweep.sweep.config import load_sweep
+from binmetric_sweep.sweep.grid import expand_grid
 from result_record import StageLog, provenance  # noqa: E402 - beside this script
-
-import sweep
-from sweep.config import load_sweep
-from sweep.grid import expand_grid
 
 
 def run_once(

@@ -16,9 +16,8 @@ def provenance(script: str, argv: list[str]) -> dict:
     reruns ``script``."""
     import jax
     import numpyro
-
-    import sweep
-    from sweep.shards import device_name
+    from binmetric_sweep import sweep
+    from binmetric_sweep.sweep.shards import device_name
 
     return {
         "device": device_name(),

@@ -1,8 +1,9 @@
 """binmetric-sweep orchestration: sweep files → configurations → shards → fits → Parquet.
 
-The Python API is :func:`run`, :func:`status`, :func:`load_surface`,
-:func:`load_fits` and :func:`plan` (a :class:`Plan`; more of the planner in
-``from sweep.plan import ...``); ``sweep`` on the command line is a thin layer over them.
+Installed as ``binmetric_sweep.sweep`` (``from binmetric_sweep import sweep``). The
+Python API is :func:`run`, :func:`status`, :func:`load_surface`, :func:`load_fits` and
+:func:`plan` (a :class:`Plan`; more of the planner in ``binmetric_sweep.sweep.plan``);
+``sweep`` (or ``binmetric-sweep``) on the command line is a thin layer over them.
 """
 
 __version__ = "0.32.0"
@@ -11,9 +12,9 @@ __version__ = "0.32.0"
 #: before 0.17.0 counts its own version as its numbers'.
 NUMBERS_VERSION = "0.24.0"
 
-from sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status  # noqa: E402
-from sweep.errors import SweepError  # noqa: E402
-from sweep.plan import Plan, plan  # noqa: E402  (the function shadows the submodule's name)
+from binmetric_sweep.sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status  # noqa: E402
+from binmetric_sweep.sweep.errors import SweepError  # noqa: E402
+from binmetric_sweep.sweep.plan import Plan, plan  # noqa: E402  (the function shadows the submodule's name)
 
 __all__ = [
     "__version__",

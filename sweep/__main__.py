@@ -1,7 +1,7 @@
-"""``python -m sweep``: the same as the ``sweep`` command."""
+"""``python -m binmetric_sweep.sweep``: the same as the ``sweep`` command."""
 
 import sys
 
-from sweep.cli import main
+from binmetric_sweep.sweep.cli import main
 
 sys.exit(main())

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Literal
 
 import pandas as pd
-
-from kernels.summaries import FitResults
-from sweep.compile_cache import DEFAULT, use_compilation_cache
-from sweep.config import SweepSpec, load_sweep
-from sweep.errors import SweepError
-from sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
-from sweep.shards import make_shards
-from sweep.store import Store, open_store, read_manifest
+from binmetric_sweep.kernels.summaries import FitResults
+from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
+from binmetric_sweep.sweep.config import SweepSpec, load_sweep
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
+from binmetric_sweep.sweep.shards import make_shards
+from binmetric_sweep.sweep.store import Store, open_store, read_manifest
 
 __all__ = ["RunReport", "SweepStatus", "run", "status", "load_surface", "load_fits"]
 
@@ -163,11 +162,11 @@ def run(
                 bar.update(n / spec.replicates)
 
         if backend == "local":
-            from sweep.runners import run_local
+            from binmetric_sweep.sweep.runners import run_local
 
             results = run_local(spec, todo, on_fits=on_fits, fault=fault, ahead=shards_ahead)
         else:
-            from sweep.ray_runner import run_ray
+            from binmetric_sweep.sweep.ray_runner import run_ray
 
             # A named directory as this process resolved it, for workers elsewhere.
             request = compile_cache if cache is None or compile_cache == DEFAULT else cache
@@ -250,7 +249,7 @@ def _load(out: str | Path, table: str, filters: dict) -> pd.DataFrame:
         raise SweepError(f"DIR: {str(out)!r} has no finished shards yet")
     frame = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
     if filters:
-        from sweep.tables import filter_surface
+        from binmetric_sweep.sweep.tables import filter_surface
 
         frame = filter_surface(frame, filters)
     return frame

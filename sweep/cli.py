@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from sweep.compile_cache import DEFAULT as DEFAULT_COMPILE_CACHE
-from sweep.errors import SweepError
-from sweep.grid import DEFAULT_MAX_CONFIGURATIONS
+from binmetric_sweep.sweep.compile_cache import DEFAULT as DEFAULT_COMPILE_CACHE
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS
 
 __all__ = ["main", "build_parser"]
 
@@ -47,7 +47,7 @@ def _count(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The ``sweep`` parser with its subcommands run, status, show, plot and plan."""
     parser = _Parser(prog="sweep", description="Simulation sweeps of human + metric evaluation.")
-    from sweep import __version__
+    from binmetric_sweep.sweep import __version__
 
     parser.add_argument("--version", action="version", version=f"binmetric-sweep {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -138,7 +138,7 @@ PLAN_FIELDS = (
 
 
 def _run(args) -> None:
-    from sweep.api import run
+    from binmetric_sweep.sweep.api import run
 
     report = run(
         args.sweep_file,
@@ -153,14 +153,14 @@ def _run(args) -> None:
 
 
 def _status(args) -> None:
-    from sweep.api import status
+    from binmetric_sweep.sweep.api import status
 
     print("\n".join(status(args.dir).lines()))
 
 
 def _show(args) -> None:
-    from sweep.api import load_surface
-    from sweep.tables import format_table, parse_where, pivot_surface
+    from binmetric_sweep.sweep.api import load_surface
+    from binmetric_sweep.sweep.tables import format_table, parse_where, pivot_surface
 
     where = parse_where(args.where)
     table = pivot_surface(load_surface(args.dir), args.rows, args.cols, args.value, where)
@@ -168,9 +168,9 @@ def _show(args) -> None:
 
 
 def _plot(args) -> None:
-    from sweep.api import load_surface
-    from sweep.plots import plot_surface
-    from sweep.tables import parse_where
+    from binmetric_sweep.sweep.api import load_surface
+    from binmetric_sweep.sweep.plots import plot_surface
+    from binmetric_sweep.sweep.tables import parse_where
 
     path = plot_surface(
         load_surface(args.dir),
@@ -188,7 +188,7 @@ def _plot(args) -> None:
 
 
 def _plan(args) -> None:
-    from sweep.plan import (
+    from binmetric_sweep.sweep.plan import (
         check_image_path,
         load_plan_grid,
         plan_grid,

@@ -38,8 +38,7 @@ from functools import cache
 from pathlib import Path
 
 import jax
-
-from sweep.errors import SweepError
+from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = [
     "DEFAULT",

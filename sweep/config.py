@@ -17,9 +17,8 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
+from binmetric_sweep.sweep.errors import SweepError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from sweep.errors import SweepError
 
 __all__ = [
     "AXES",

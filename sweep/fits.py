@@ -37,17 +37,22 @@ from typing import Literal, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from kernels.counts import Counts, Design, draw_counts, expected_counts, replicate_key
-from kernels.gauss_hermite import (
+from binmetric_sweep.kernels.counts import (
+    Counts,
+    Design,
+    draw_counts,
+    expected_counts,
+    replicate_key,
+)
+from binmetric_sweep.kernels.gauss_hermite import (
     AlphaTRule,
     LaplaceRule,
     alpha_t_summary,
     counts_allow,
     laplace_summary,
 )
-from kernels.logdensity import position_size
-from kernels.nuts import (
+from binmetric_sweep.kernels.logdensity import position_size
+from binmetric_sweep.kernels.nuts import (
     NUTSSettings,
     resolve_loop,
     runs_leapfrog_loop,
@@ -55,7 +60,7 @@ from kernels.nuts import (
     sampler_key,
     summarize_draws,
 )
-from kernels.quadrature import (
+from binmetric_sweep.kernels.quadrature import (
     MODEL_KINDS,
     HermiteTRule,
     QuadratureRule,
@@ -65,10 +70,10 @@ from kernels.quadrature import (
     paired_rule_is_exact,
     posterior_summary,
 )
-from kernels.ridge import prefers_ridge
-from kernels.summaries import FitResults
-from kernels.t_outer import TOuterRule, t_outer_summary
-from sweep.compile_cache import ExportedProgram
+from binmetric_sweep.kernels.ridge import prefers_ridge
+from binmetric_sweep.kernels.summaries import FitResults
+from binmetric_sweep.kernels.t_outer import TOuterRule, t_outer_summary
+from binmetric_sweep.sweep.compile_cache import ExportedProgram
 
 Method = Literal["nuts", "quadrature"]
 

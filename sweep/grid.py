@@ -13,9 +13,8 @@ import hashlib
 
 import numpy as np
 import pandas as pd
-
-from sweep.config import AXES, SweepSpec
-from sweep.errors import SweepError
+from binmetric_sweep.sweep.config import AXES, SweepSpec
+from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = ["CONFIG_COLUMNS", "DEFAULT_MAX_CONFIGURATIONS", "expand_grid", "config_id", "id_words"]
 

@@ -75,13 +75,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import yaml
+from binmetric_sweep.kernels.counts import Design
+from binmetric_sweep.kernels.quadrature import QuadratureRule
+from binmetric_sweep.kernels.summaries import epsilon
+from binmetric_sweep.sweep.config import MAX_SIZE
+from binmetric_sweep.sweep.errors import SweepError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from kernels.counts import Design
-from kernels.quadrature import QuadratureRule
-from kernels.summaries import epsilon
-from sweep.config import MAX_SIZE
-from sweep.errors import SweepError
 
 __all__ = [
     "UNLIMITED",
@@ -529,7 +528,7 @@ def exact_eps(
         ``(K,)`` √2·σ·(z₁₋γ/₂ + z_power); 1 where N_Φ = N_M = 0 (no evidence,
         the surfaces' convention); +inf where the fit is not finite.
     """
-    from sweep.fits import fit_lanes, lane_counts, lane_keys
+    from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
 
     jax.config.update("jax_enable_x64", True)
     index = np.asarray(index, int)
@@ -938,7 +937,7 @@ def simulate_tests(
     Returns:
         ``(S,)`` power, its MCSE, type-I rate, its MCSE (finite fits only).
     """
-    from sweep.fits import fit_lanes, lane_counts, lane_keys
+    from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
 
     jax.config.update("jax_enable_x64", True)
     s, r = len(specs), int(replicates)

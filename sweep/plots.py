@@ -21,16 +21,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from pandas.api import types as ptypes
-
-from sweep.errors import SweepError
-from sweep.tables import (
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.tables import (
     INTEGER_VALUES,
     axis_columns,
     format_value,
     pivot_surface,
     select_cells,
 )
+from pandas.api import types as ptypes
 
 __all__ = ["LABELS", "SYMBOLS", "SIZE_AXES", "label", "plot_surface"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
-from kernels.summaries import FitResults
-from sweep.compile_cache import use_compilation_cache
-from sweep.config import SweepSpec
-from sweep.shards import Shard, ShardResult, run_shard
+from binmetric_sweep.kernels.summaries import FitResults
+from binmetric_sweep.sweep.compile_cache import use_compilation_cache
+from binmetric_sweep.sweep.config import SweepSpec
+from binmetric_sweep.sweep.shards import Shard, ShardResult, run_shard
 
 __all__ = ["run_ray", "task_options", "task_workers"]
 

@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
-
-from kernels.summaries import FitResults
-from sweep.config import SweepSpec
-from sweep.shards import Shard, ShardResult, run_shard
+from binmetric_sweep.kernels.summaries import FitResults
+from binmetric_sweep.sweep.config import SweepSpec
+from binmetric_sweep.sweep.shards import Shard, ShardResult, run_shard
 
 __all__ = ["ACCELERATOR_SHARDS_AHEAD", "default_shards_ahead", "run_local"]
 

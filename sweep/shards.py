@@ -20,13 +20,12 @@ import jax
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-from kernels.counts import Design
-from kernels.nuts import NUTSSettings, resolve_loop
-from kernels.summaries import FitResults, summarize_configurations
-from sweep.config import SweepSpec
-from sweep.fits import fit_lanes, lane_counts, lane_keys
-from sweep.grid import CONFIG_COLUMNS, id_words
+from binmetric_sweep.kernels.counts import Design
+from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
+from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
+from binmetric_sweep.sweep.config import SweepSpec
+from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
+from binmetric_sweep.sweep.grid import CONFIG_COLUMNS, id_words
 
 __all__ = [
     "Shard",

@@ -29,11 +29,10 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
-
-from sweep import NUMBERS_VERSION, __version__
-from sweep.config import SweepSpec, spec_digest
-from sweep.errors import SweepError
-from sweep.shards import ShardResult
+from binmetric_sweep.sweep import NUMBERS_VERSION, __version__
+from binmetric_sweep.sweep.config import SweepSpec, spec_digest
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.shards import ShardResult
 
 __all__ = ["TABLES", "ShardState", "Store", "open_store", "read_manifest"]
 

@@ -10,12 +10,11 @@ from typing import NamedTuple
 import jax
 import numpy as np
 import pandas as pd
+from binmetric_sweep.kernels.counts import Counts, Design, draw_counts, expected_counts
+from binmetric_sweep.kernels.quadrature import MODEL_KINDS, model_kind
+from binmetric_sweep.kernels.summaries import epsilon
 from scipy import optimize
 from scipy.special import betainc, betaln, gammaln
-
-from kernels.counts import Counts, Design, draw_counts, expected_counts
-from kernels.quadrature import MODEL_KINDS, model_kind
-from kernels.summaries import epsilon
 
 #: The published table in ``shared/reference`` beside the clone, which the project reads.
 SHARED_PUBLISHED_EPS = (
@@ -32,7 +31,7 @@ def published_table() -> pd.DataFrame:
 
 
 def design(**fields) -> Design:
-    """A (B,) design from keyword arrays, with MODEL.md's defaults."""
+    """A (B,) design from keyword arrays, with docs/model.md's defaults."""
     alpha = np.atleast_1d(np.asarray(fields["alpha"], float))
     b = alpha.shape[0]
 

@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from binmetric_sweep.kernels.chain_kernel import run_blocks
+from binmetric_sweep.kernels.nuts import _centres, _potential_fn_gen, initial_position
+from binmetric_sweep.kernels.stepwise import run_queue
 
-from kernels.chain_kernel import run_blocks
-from kernels.nuts import _centres, _potential_fn_gen, initial_position
-from kernels.stepwise import run_queue
 from tests.kernels.helpers import full_model_lanes
 from tests.kernels.test_stepwise import gaussian
 

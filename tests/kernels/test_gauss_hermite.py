@@ -3,10 +3,8 @@ from typing import NamedTuple
 import jax
 import numpy as np
 import pytest
-from scipy import special, stats
-
-from kernels.counts import draw_counts
-from kernels.gauss_hermite import (
+from binmetric_sweep.kernels.counts import draw_counts
+from binmetric_sweep.kernels.gauss_hermite import (
     LaplaceRule,
     _covariance_factor,
     _hermite_quantiles,
@@ -14,14 +12,16 @@ from kernels.gauss_hermite import (
     alpha_t_summary,
     laplace_summary,
 )
-from kernels.quadrature import (
+from binmetric_sweep.kernels.quadrature import (
     MODEL_KINDS,
     model_kind,
     normal_rule,
     paired_rule_is_exact,
     posterior_summary,
 )
-from kernels.ridge import prefers_ridge
+from binmetric_sweep.kernels.ridge import prefers_ridge
+from scipy import special, stats
+
 from tests.kernels.helpers import (
     design,
     exact_summaries,

@@ -13,16 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 import jax
 import numpy as np
 import pytest
-
-from kernels.nuts import (
+from binmetric_sweep.kernels.nuts import (
     NUTSSettings,
     sample_fits,
     sampler_key,
     summarize_draws,
     summary_block_fits,
 )
-from kernels.ridge import prefers_ridge
-from sweep.fits import fit_lanes, lane_keys
+from binmetric_sweep.kernels.ridge import prefers_ridge
+from binmetric_sweep.sweep.fits import fit_lanes, lane_keys
+
 from tests.kernels.helpers import agreement_lanes, counts, published_eps
 
 pytestmark = pytest.mark.slow

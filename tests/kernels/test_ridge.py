@@ -7,9 +7,14 @@ density's, in test_logdensity.py.
 import jax
 import jax.numpy as jnp
 import numpy as np
+from binmetric_sweep.kernels.logdensity import logdensity
+from binmetric_sweep.kernels.ridge import (
+    prefers_ridge,
+    ridge_logdensity,
+    ridge_logs,
+    ridge_position,
+)
 
-from kernels.logdensity import logdensity
-from kernels.ridge import prefers_ridge, ridge_logdensity, ridge_logs, ridge_position
 from tests.kernels.helpers import counts, random_counts
 
 

@@ -9,8 +9,7 @@ different cost check that a lane does not depend on its batch.
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from kernels.stepwise import DONE, run_lanes, run_queue
+from binmetric_sweep.kernels.stepwise import DONE, run_lanes, run_queue
 
 SCALES = jnp.array([1.0, 0.01, 100.0])
 

@@ -4,8 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from kernels.threefry import fold_in, uniform_words
+from binmetric_sweep.kernels.threefry import fold_in, uniform_words
 
 
 def words(keys):

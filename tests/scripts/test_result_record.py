@@ -31,7 +31,7 @@ def test_a_stage_log_rewrites_the_record_as_each_stage_ends(tmp_path, capsys):
 
 
 def test_the_provenance_names_the_package_version_and_the_command(monkeypatch):
-    import sweep
+    from binmetric_sweep import sweep
 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     record = provenance("bench_kernels.py", ["--sizes", "100"])

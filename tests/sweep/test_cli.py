@@ -8,8 +8,7 @@ import sys
 
 import pytest
 import yaml
-
-from sweep.cli import main
+from binmetric_sweep.sweep.cli import main
 
 from .helpers import REPO, tiny
 
@@ -22,7 +21,11 @@ def write_sweep(path, sweep_dict) -> str:
 def cli(*args, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "sweep", *args], capture_output=True, text=True, env=env, **kwargs
+        [sys.executable, "-m", "binmetric_sweep.sweep", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        **kwargs,
     )
 
 

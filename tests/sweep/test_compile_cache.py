@@ -13,9 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import yaml
-
-from sweep.api import load_fits, load_surface
-from sweep.compile_cache import (
+from binmetric_sweep.sweep.api import load_fits, load_surface
+from binmetric_sweep.sweep.compile_cache import (
     ENV_VAR,
     PROGRAMS_FOLDER,
     ExportedProgram,
@@ -40,7 +39,10 @@ def test_the_default_directory_follows_the_environment(monkeypatch, tmp_path):
 
 
 def _cli(tmp_path, xdg: str, *args) -> subprocess.CompletedProcess:
-    """``python -m sweep`` with no JAX cache settings of its own (the suite's are dropped)."""
+    """``python -m binmetric_sweep.sweep`` with no JAX cache settings of its own.
+
+    (The suite's are dropped.)
+    """
     env = {
         k: v
         for k, v in os.environ.items()
@@ -48,7 +50,7 @@ def _cli(tmp_path, xdg: str, *args) -> subprocess.CompletedProcess:
     }
     env.update(PYTHONPATH=str(REPO), XDG_CACHE_HOME=str(tmp_path / xdg))
     return subprocess.run(
-        [sys.executable, "-m", "sweep", "run", *args, "--no-progress"],
+        [sys.executable, "-m", "binmetric_sweep.sweep", "run", *args, "--no-progress"],
         capture_output=True,
         text=True,
         env=env,

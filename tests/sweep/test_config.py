@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from sweep.config import load_sweep
-from sweep.errors import SweepError
+from binmetric_sweep.sweep.config import load_sweep
+from binmetric_sweep.sweep.errors import SweepError
 
 from .helpers import CONFIGS, tiny
 

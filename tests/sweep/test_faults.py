@@ -17,14 +17,13 @@ import time
 import numpy as np
 import pytest
 import yaml
+from binmetric_sweep import sweep
+from binmetric_sweep.sweep.cli import main
+from binmetric_sweep.sweep.config import load_sweep
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.grid import expand_grid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import sweep
-from sweep.cli import main
-from sweep.config import load_sweep
-from sweep.errors import SweepError
-from sweep.grid import expand_grid
 
 from .faults import check_against_reference, record, visible_files_are_whole
 from .helpers import REPO, tiny
@@ -71,7 +70,8 @@ def run_cli(sweep_file, out, *extra, **kwargs):
 KILL_AT_WRITE = textwrap.dedent(
     """
     import os, signal, sys
-    import sweep, sweep.store as store
+    from binmetric_sweep import sweep
+    from binmetric_sweep.sweep import store
     target, count, write_table = int(sys.argv[3]), [0], store.pq.write_table
 
     def write_then_die(table, where, **kwargs):
@@ -93,7 +93,7 @@ LIMITED = textwrap.dedent(
     """
     import resource, sys
     resource.setrlimit(resource.RLIMIT_FSIZE, (12_000, 12_000))
-    from sweep.cli import main
+    from binmetric_sweep.sweep.cli import main
     sys.exit(main(["run", sys.argv[1], "--out", sys.argv[2], "--no-progress"]))
     """
 )
@@ -120,7 +120,16 @@ def test_sigkill_during_a_shard_write(tmp_path, sweep_file, reference, write):
 def test_sigkill_at_a_random_point(tmp_path, sweep_file, reference, delay):
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep", "run", str(sweep_file), "--out", str(out), "--no-progress"],
+        [
+            sys.executable,
+            "-m",
+            "binmetric_sweep.sweep",
+            "run",
+            str(sweep_file),
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
         env=ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -179,7 +188,16 @@ def test_second_writer_is_refused_while_the_first_runs(tmp_path, reference):
     slow.write_text(yaml.safe_dump({**SPEC, "shard_size": 1}))
     out = tmp_path / "out"
     first = subprocess.Popen(
-        [sys.executable, "-m", "sweep", "run", str(slow), "--out", str(out), "--no-progress"],
+        [
+            sys.executable,
+            "-m",
+            "binmetric_sweep.sweep",
+            "run",
+            str(slow),
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
         env=ENV,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

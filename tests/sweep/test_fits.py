@@ -9,11 +9,10 @@ from concurrent.futures import CancelledError
 import jax
 import numpy as np
 import pytest
-
-from kernels.chain_kernel import TRITON_LOWERING, can_import
-from kernels.nuts import NUTSSettings, resolve_loop
-from kernels.quadrature import model_kind, paired_rule_is_exact
-from sweep.fits import (
+from binmetric_sweep.kernels.chain_kernel import TRITON_LOWERING, can_import
+from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
+from binmetric_sweep.kernels.quadrature import model_kind, paired_rule_is_exact
+from binmetric_sweep.sweep.fits import (
     ACCELERATOR_NUTS_WORKERS,
     ACCELERATOR_QUADRATURE_CHUNK,
     ACCELERATOR_RULE_CHUNKS,
@@ -38,6 +37,7 @@ from sweep.fits import (
     plan_chunks,
     usable_cores,
 )
+
 from tests.kernels.helpers import counts
 
 

@@ -9,14 +9,13 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-
-import sweep
-from kernels.counts import Design
-from kernels.summaries import epsilon
-from sweep.cli import main
-from sweep.errors import SweepError
-from sweep.fits import fit_lanes, lane_counts, lane_keys
-from sweep.plan import (
+from binmetric_sweep import sweep
+from binmetric_sweep.kernels.counts import Design
+from binmetric_sweep.kernels.summaries import epsilon
+from binmetric_sweep.sweep.cli import main
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
+from binmetric_sweep.sweep.plan import (
     PlanSpec,
     exact_eps,
     plan_grid,
@@ -25,6 +24,7 @@ from sweep.plan import (
     simulate_tests,
     solve_relaxed,
 )
+
 from tests.kernels.helpers import published_table
 
 # Exact evaluations on CPU cost one compiled chunk of 64 lanes each; tests use that size.

@@ -7,10 +7,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-
-import sweep.plots
-from sweep.errors import SweepError
-from sweep.plots import label, plot_surface
+from binmetric_sweep import sweep
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.plots import label, plot_surface
 
 WHERE = {"rho": "0.7", "gamma": "0.05"}
 

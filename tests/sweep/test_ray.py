@@ -23,8 +23,7 @@ import shutil
 import jax
 import pandas as pd
 import pytest
-
-import sweep
+from binmetric_sweep import sweep
 
 from .helpers import tiny
 
@@ -142,8 +141,8 @@ def test_resume_under_ray_recomputes_only_the_missing_shard(ray_run, local_run, 
 
 
 def test_a_gpu_task_asks_for_its_share_and_fits_two_nuts_calls_at_once():
-    from sweep.fits import default_workers
-    from sweep.ray_runner import task_options, task_workers
+    from binmetric_sweep.sweep.fits import default_workers
+    from binmetric_sweep.sweep.ray_runner import task_options, task_workers
 
     cpu, gpu = task_options(0.0, 1), task_options(4.0, 2)
     assert "num_gpus" not in cpu and cpu["num_cpus"] == 1

@@ -17,8 +17,7 @@ import signal
 import threading
 
 import pytest
-
-import sweep
+from binmetric_sweep import sweep
 
 from . import faults
 from .faults import HoldOneShard, check_against_reference, visible_files_are_whole

@@ -14,8 +14,7 @@ import sys
 
 import pytest
 import yaml
-
-import sweep
+from binmetric_sweep import sweep
 
 from .helpers import REPO, sorted_surface, tiny
 
@@ -59,7 +58,15 @@ def test_cli_starts_its_own_local_ray_when_there_is_none(reference, tmp_path):
     path.write_text(yaml.safe_dump(SPEC))
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     done = subprocess.run(
-        [sys.executable, "-m", "sweep", "run", str(path), "--out", str(tmp_path / "out")]
+        [
+            sys.executable,
+            "-m",
+            "binmetric_sweep.sweep",
+            "run",
+            str(path),
+            "--out",
+            str(tmp_path / "out"),
+        ]
         + ["--backend", "ray", "--no-progress"],
         capture_output=True,
         text=True,

@@ -15,9 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
-import sweep
-from kernels.nuts import NUTSSettings, resolve_loop
+from binmetric_sweep import sweep
+from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 
 from .helpers import sorted_surface, tiny
 

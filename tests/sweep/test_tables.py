@@ -3,9 +3,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-
-from sweep.errors import SweepError
-from sweep.tables import (
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.tables import (
     AXES,
     filter_surface,
     format_table,
