@@ -10,6 +10,7 @@ installed twice); ours is installed from a wheel built from this checkout.
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -66,7 +67,14 @@ def venv(tmp_path_factory):
     fetched = _run(sys.executable, "-m", "pip", "download", "-q", "-d", wheels, *THEIRS, env=env)
     if fetched.returncode != 0:
         pytest.skip(f"PyPI's kernels and sweep could not be downloaded: {fetched.stderr[-300:]}")
-    _ok(_run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", base / "ours", ROOT))
+    # Built from a copy: pip builds a local folder in place, and would leave build/ here.
+    source = base / "source"
+    source.mkdir()
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / part, source / part)
+    for part in ("sweep", "kernels"):
+        shutil.copytree(ROOT / part, source / part, ignore=shutil.ignore_patterns("__pycache__"))
+    _ok(_run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", base / "ours", source))
     (ours,) = (base / "ours").glob("binmetric_sweep-*.whl")
     _ok(_run(sys.executable, "-m", "venv", base / "venv"))
     python = base / "venv" / "bin" / "python"
