@@ -1,0 +1,41 @@
+#!/bin/bash
+# The GPU benchmark, run on a lent accelerator machine with the device tool:
+#   run(command="bash benchmarks/gpu.sh", carry=[".whl"], timeout_s=600)
+# .whl/ holds the wheels the device image lacks (pydantic, pydantic_core,
+# annotated_types, typing_inspection, flatbuffers; how to download them: the
+# device tool's README). Records land in $OUT (bench_kernels.py's JSON); commit
+# them under benchmarks/results/ and update docs/performance.md and the README's table.
+#
+# 1. Quadrature at SIZE lanes with the default plan, then two workers.
+# 2. NUTS at SIZE lanes with the chain kernel: the default (two workers), then one worker,
+#    whose fits must be the default's bit for bit.
+# SIZE (default 10^5) lets the script be dry-run on a CPU.
+set -o pipefail
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+SITE=/tmp/binmetric-site
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$SITE" .whl/*.whl || exit 1
+fi
+# The package under its namespace without a build step (the image has no setuptools >= 77):
+# binmetric_sweep/{sweep,kernels} as links to this checkout's folders.
+mkdir -p "$SITE/binmetric_sweep"
+ln -sfn "$PWD/sweep" "$SITE/binmetric_sweep/sweep"
+ln -sfn "$PWD/kernels" "$SITE/binmetric_sweep/kernels"
+export PYTHONPATH="$SITE" JAX_COMPILATION_CACHE_DIR=/tmp/binmetric-xla
+R=${OUT:-/tmp/binmetric-gpu-results}; mkdir -p "$R"
+SIZE=${SIZE:-100000}
+T0=$(date +%s)
+left() { echo $(( $1 - ($(date +%s) - T0) )); }
+step() { echo "=== +$(( $(date +%s) - T0 ))s: $*"; }
+nvidia-smi -L 2>/dev/null
+python3 -c "import jax, numpyro, pydantic; from binmetric_sweep import sweep; print(sweep.__version__, jax.__version__, numpyro.__version__, jax.devices())" || exit 1
+step "quadrature, $SIZE lanes: the default plan, then two workers"
+timeout "$(left 300)" python3 scripts/bench_kernels.py --sizes "$SIZE" --quadrature-only \
+  --quadrature-variants driver --workers 2 --out "$R" 2>&1 | grep -v "^ "
+step "NUTS, $SIZE lanes, the chain kernel: the default (two workers), then one worker"
+timeout "$(left 590)" python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 \
+  --loops kernel --sizes "$SIZE" --workers 1 --out "$R" 2>&1 | grep -v "^ "
+step done
+ls -la "$R"
