@@ -1,0 +1,242 @@
+"""A plan and how it is shown: :class:`Plan` (with its readable lines and JSON-able
+dict), its message, the table and JSON lines of many, and the frontier's figure."""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
+
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.plan.spec import PlanSpec
+
+
+class FrontierPoint(NamedTuple):
+    """One point of the target's frontier: the least N_Φ that meets the target at this N_M."""
+
+    n_m: int
+    n_phi: int
+    cost: float
+    eps: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A plan for one scenario (the modes: :mod:`binmetric_sweep.sweep.plan`).
+
+    Attributes:
+        spec: the scenario.
+        n_phi: human ratings N_Φ.
+        n_m: metric-only ratings N_M.
+        cost: its cost (including a separate paired set's).
+        eps: its exact ε_{γ,β} (rounded expected counts, quadrature).
+        sd: its exact posterior SD of α.
+        reachable: the target is met within the budget (True in budget mode).
+        n_phi_alone: N_Φ that human ratings alone need for the target (None without one).
+        cost_alone: their cost.
+        n_phi_unlimited: least N_Φ with unlimited metric ratings (N_M = :data:`UNLIMITED`).
+        eps_floor: smallest ε any N_M gives with all of the budget spent on human
+            ratings (None without a budget).
+        eps_tested: the difference the simulation tested (the target, else ``eps``).
+        empirical_power: share of simulated campaigns whose z-test rejects at α vs α ± ε.
+        empirical_power_mcse: its Monte Carlo SE √(p(1 − p)/R).
+        type1_rate: share that reject with both systems at α.
+        type1_mcse: its Monte Carlo SE.
+        replicates: R, the simulated campaigns per rate (0: not simulated, rates NaN).
+        seed: the simulation's seed.
+        frontier: for several N_M, the least N_Φ meeting the target (target mode).
+        message: one or two plain sentences on the answer.
+    """
+
+    spec: PlanSpec
+    n_phi: int
+    n_m: int
+    cost: float
+    eps: float
+    sd: float
+    reachable: bool
+    n_phi_alone: int | None
+    cost_alone: float | None
+    n_phi_unlimited: int | None
+    eps_floor: float | None
+    eps_tested: float
+    empirical_power: float
+    empirical_power_mcse: float
+    type1_rate: float
+    type1_mcse: float
+    replicates: int
+    seed: int
+    frontier: tuple[FrontierPoint, ...] = field(default=())
+    message: str = ""
+
+    def as_dict(self) -> dict:
+        """The plan as JSON-able data (NaN as None); the scenario's fields are included."""
+        out = self.spec.model_dump()
+        out.update({k: v for k, v in asdict(self).items() if k not in ("spec", "frontier")})
+        out["frontier"] = [point._asdict() for point in self.frontier]
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in out.items()
+        }
+
+    def lines(self) -> list[str]:
+        """A readable answer: the plan, the alternatives, the simulation, the frontier."""
+        s = self.spec
+        test = f"γ = {s.gamma:g}, power {s.power:g}"
+        out = [
+            f"plan: N_Φ = {self.n_phi:,} human + N_M = {self.n_m:,} metric ratings"
+            + (f" (+ {s.n_rho_eta:,} paired)" if isinstance(s.n_rho_eta, int) else "")
+            + f": cost {self.cost:,.2f}, ε = {self.eps:.5f} ({test})",
+            self.message,
+        ]
+        if self.replicates:
+            out.append(
+                f"simulated ({self.replicates} campaigns, ε = {self.eps_tested:.5f}, "
+                f"seed {self.seed}): power {self.empirical_power:.3f} ± "
+                f"{self.empirical_power_mcse:.3f} (promised {s.power:g}); type-I rate "
+                f"{self.type1_rate:.3f} ± {self.type1_mcse:.3f} (γ = {s.gamma:g})"
+            )
+        if self.frontier:
+            out.append("frontier (least N_Φ meeting the target at each N_M):")
+            out.append(f"{'N_M':>14} {'N_Φ':>12} {'cost':>14} {'eps':>9}")
+            for pt in self.frontier:
+                mark = "  <- plan" if (pt.n_m, pt.n_phi) == (self.n_m, self.n_phi) else ""
+                out.append(f"{pt.n_m:>14,} {pt.n_phi:>12,} {pt.cost:>14,.2f} {pt.eps:>9.5f}{mark}")
+        return out
+
+
+def _message(spec: PlanSpec, n_phi, n_m, cost, eps, reachable, alone, unlimited, floor) -> str:
+    """One or two plain sentences on what the plan means."""
+    parts = []
+    if spec.eps is not None:
+        alone_text = (
+            f"N_Φ alone would need {alone:,} (cost {spec.cost(alone, 0):,.2f})"
+            if alone is not None
+            else "N_Φ alone cannot reach it"
+        )
+        if reachable:
+            saving = 1.0 - cost / spec.cost(alone, 0) if alone is not None else float("nan")
+            parts.append(
+                f"cheapest plan for ε ≤ {spec.eps:g}; {alone_text}"
+                + (f": the metric saves {100 * saving:.1f} %" if saving > 0 else "")
+                + "."
+            )
+            if n_m == 0:
+                parts.append("Metric ratings do not lower the cost here.")
+            elif unlimited is not None and spec.n_rho_eta != "known":
+                parts.append(
+                    f"Even unlimited metric ratings would need N_Φ ≥ {unlimited:,} (ρ and η are "
+                    "learnt from the paired items, which caps what the metric can replace)."
+                )
+        elif floor is not None and floor > spec.eps:
+            humans = int(math.floor((spec.budget - spec.fixed_cost()) / spec.cost_human))
+            parts.append(
+                f"UNREACHABLE: no amount of metric ratings reaches ε ≤ {spec.eps:g} within the "
+                f"budget {spec.budget:,.2f}: with the {humans:,} human ratings it buys, even "
+                f"unlimited metric ratings give ε ≥ {floor:.5f} (the metric saturates once ρ and "
+                f"η are uncertain); {alone_text}. Shown: the smallest ε within the budget."
+            )
+        else:
+            parts.append(
+                f"UNREACHABLE within the budget {spec.budget:,.2f}: ε ≤ {spec.eps:g} costs more; "
+                f"{alone_text}. Shown: the smallest ε within the budget."
+            )
+    else:
+        parts.append(f"smallest ε within the budget {spec.budget:,.2f}.")
+        if floor is not None:
+            parts.append(
+                f"With all of it on human ratings and unlimited metric ratings ε would be "
+                f"{floor:.5f}."
+            )
+    return " ".join(parts)
+
+
+def plan_table(plans: Sequence[Plan]) -> str:
+    """One row per plan: the scenario's varying inputs and the answer."""
+    head = (
+        f"{'#':>3} {'alpha':>6} {'rho':>5} {'eta':>5} {'paired':>8} {'target':>8} {'budget':>10} "
+        f"{'N_phi':>10} {'N_m':>12} {'cost':>12} {'eps':>8} {'power':>13} {'type-I':>13} reach"
+    )
+    rows = [head]
+    for i, pl in enumerate(plans):
+        s = pl.spec
+        sim = (
+            (
+                f"{pl.empirical_power:.3f}±{pl.empirical_power_mcse:.3f}",
+                f"{pl.type1_rate:.3f}±{pl.type1_mcse:.3f}",
+            )
+            if pl.replicates
+            else ("-", "-")
+        )
+        rows.append(
+            f"{i:>3} {s.alpha:>6g} {s.rho:>5g} {s.eta:>5g} {s.n_rho_eta!s:>8} "
+            f"{'-' if s.eps is None else f'{s.eps:g}':>8} "
+            f"{'-' if s.budget is None else f'{s.budget:,.0f}':>10} "
+            f"{pl.n_phi:>10,} {pl.n_m:>12,} {pl.cost:>12,.2f} {pl.eps:>8.5f} "
+            f"{sim[0]:>13} {sim[1]:>13} {'yes' if pl.reachable else 'NO'}"
+        )
+    return "\n".join(rows)
+
+
+def plans_json(plans: Sequence[Plan]) -> str:
+    """One JSON object per line."""
+    return "\n".join(json.dumps(pl.as_dict(), ensure_ascii=False) for pl in plans)
+
+
+def check_image_path(out: str | pathlib.Path) -> pathlib.Path:
+    """``out`` as a path, if matplotlib can write its suffix (else :class:`SweepError`)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = pathlib.Path(out)
+    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in supported:
+        allowed = ", ".join(sorted(supported))
+        raise SweepError(f"-o: {str(path)!r} has no supported image suffix; allowed: {allowed}")
+    return path
+
+
+def plot_frontier(result: Plan, out: str | pathlib.Path) -> pathlib.Path:
+    """Draw the frontier (least N_Φ against N_M), the plan and humans alone; returns the path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not result.frontier:
+        raise SweepError("-o: there is no frontier to draw (it needs a target --eps)")
+    path = check_image_path(out)
+    fig = Figure(figsize=(6.4, 4.4))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    pts = [pt for pt in result.frontier if pt.n_m > 0]
+    ax.plot([pt.n_m for pt in pts], [pt.n_phi for pt in pts], marker="o", label="least N_Φ")
+    if result.n_phi_alone is not None:
+        ax.axhline(result.n_phi_alone, ls="--", color="grey", label="human ratings alone")
+    if result.n_phi_unlimited is not None:
+        ax.axhline(result.n_phi_unlimited, ls=":", color="grey", label="unlimited metric ratings")
+    if result.n_m > 0:
+        ax.plot(
+            [result.n_m],
+            [result.n_phi],
+            marker="*",
+            ms=14,
+            color="C3",
+            ls="none",
+            label=f"plan (cost {result.cost:,.0f})",
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$N_M$ (metric ratings)")
+    ax.set_ylabel(r"$N_\Phi$ (human ratings)")
+    s = result.spec
+    ax.set_title(
+        rf"$\alpha$={s.alpha:g}, $\rho$={s.rho:g}, $\eta$={s.eta:g}: $\varepsilon\leq${s.eps:g} "
+        rf"at $\gamma$={s.gamma:g}, power {s.power:g}",
+        fontsize=9,
+    )
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    return path

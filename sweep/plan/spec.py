@@ -1,0 +1,211 @@
+"""Planning inputs: a scenario (:class:`PlanSpec`), validated; a YAML grid of them; the
+scenarios as arrays (:class:`Problems`) for the solvers."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+from collections.abc import Sequence
+from statistics import NormalDist
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from binmetric_sweep.sweep.config import MAX_SIZE
+from binmetric_sweep.sweep.errors import SweepError
+
+#: N_M standing for "unlimited metric ratings" (the largest size a sweep accepts).
+UNLIMITED = MAX_SIZE
+
+
+#: Relative slack when comparing a cost with the budget (decimal prices in binary floats).
+_BUDGET_SLACK = 1e-9
+
+
+class PlanSpec(BaseModel):
+    """One planning scenario, validated (the fields of ``sweep plan``'s flags).
+
+    Attributes:
+        alpha: the system's success rate α, in (0, 1).
+        rho: metric true-positive rate ρ, in [0, 1].
+        eta: metric true-negative rate η, in [0, 1].
+        eps: target difference ε (target mode), in (0, 1).
+        budget: most one campaign may cost (budget mode, or a cap on the target plan).
+        gamma: significance level of the two-sided test, in (0, 1).
+        power: power the test must reach at a difference ε, in [0.5, 1).
+        cost_human: price of one human rating (> 0).
+        cost_metric: price of one metric rating (> 0).
+        n_rho_eta: "shared" (the human-rated items are the paired ones),
+            "known" (ρ and η are known numbers), or N ≥ 1 separately paired
+            items (share of adequate ones α; they cost cost_human·N).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alpha: float = Field(gt=0.0, lt=1.0)
+    rho: float = Field(ge=0.0, le=1.0)
+    eta: float = Field(ge=0.0, le=1.0)
+    eps: float | None = Field(None, gt=0.0, lt=1.0)
+    budget: float | None = Field(None, gt=0.0, allow_inf_nan=False)
+    gamma: float = Field(0.05, gt=0.0, lt=1.0)
+    power: float = Field(0.8, ge=0.5, lt=1.0)
+    cost_human: float = Field(1.0, gt=0.0, allow_inf_nan=False)
+    cost_metric: float = Field(gt=0.0, allow_inf_nan=False)
+    n_rho_eta: Literal["shared", "known"] | int = "shared"
+
+    @field_validator("n_rho_eta", mode="before")
+    @classmethod
+    def _paired(cls, raw: Any) -> Any:
+        if isinstance(raw, str) and raw.strip().isdigit():
+            raw = int(raw)
+        elif isinstance(raw, float) and math.isfinite(raw) and raw == int(raw):
+            raw = int(raw)
+        if raw in ("shared", "known") or (
+            isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= MAX_SIZE
+        ):
+            return raw
+        raise SweepError(
+            f"n_rho_eta: {raw!r} is not allowed; give 'shared', 'known' or a number of "
+            f"paired items from 1 to {MAX_SIZE:,}"
+        )
+
+    @model_validator(mode="after")
+    def _check(self) -> PlanSpec:
+        if self.eps is None and self.budget is None:
+            raise SweepError("eps, budget: give a target difference eps, a budget, or both")
+        if self.budget is not None and self.budget <= self.fixed_cost():
+            raise SweepError(
+                f"budget: {self.budget:g} does not cover the {self.n_rho_eta} separately paired "
+                f"items (cost {self.fixed_cost():g}); allowed: more than that"
+            )
+        return self
+
+    def fixed_cost(self) -> float:
+        """The cost of a separate paired set (0 when shared or known)."""
+        return self.cost_human * self.n_rho_eta if isinstance(self.n_rho_eta, int) else 0.0
+
+    def cost(self, n_phi, n_m):
+        """cost_human·N_Φ + cost_metric·N_M + the fixed cost (NumPy or float)."""
+        return self.cost_human * n_phi + self.cost_metric * n_m + self.fixed_cost()
+
+
+def _spec(source: PlanSpec | dict, where: str = "") -> PlanSpec:
+    """A validated :class:`PlanSpec`; errors become one-line :class:`SweepError`."""
+    if isinstance(source, PlanSpec):
+        return source
+    if not isinstance(source, dict):
+        raise SweepError(f"{where or 'scenario'}: {source!r} is not a mapping of plan fields")
+    try:
+        return PlanSpec.model_validate(source)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith(("literal", "int")))
+        prefix = f"{where}." if where else ""
+        if first["type"] == "extra_forbidden":
+            allowed = ", ".join(PlanSpec.model_fields)
+            raise SweepError(
+                f"{prefix}{loc}: unknown key {first['loc'][-1]!r}; allowed keys: {allowed}"
+            ) from None
+        if first["type"] == "missing":
+            raise SweepError(f"{prefix}{loc}: required field is missing") from None
+        cause = first.get("ctx", {}).get("error")
+        if isinstance(cause, SweepError):
+            raise SweepError(f"{prefix}{cause}") from None
+        raise SweepError(f"{prefix}{loc}: {first['msg']} (got {first.get('input')!r})") from None
+
+
+def load_plan_grid(source: str | pathlib.Path | list) -> list[PlanSpec]:
+    """Scenarios from a YAML file (or text, or a list): a list of mappings of plan fields.
+
+    Raises:
+        SweepError: one line naming the scenario (``scenarios[i]``) and the field.
+    """
+    if isinstance(source, pathlib.Path) or (isinstance(source, str) and "\n" not in source):
+        path = pathlib.Path(source)
+        if not path.is_file():
+            raise SweepError(f"--grid: {str(path)!r} does not exist or is not a file")
+        source = path.read_text()
+    if isinstance(source, str):
+        try:
+            source = yaml.safe_load(source)
+        except yaml.YAMLError:
+            raise SweepError("--grid: not valid YAML") from None
+    if not isinstance(source, list) or not source:
+        raise SweepError(
+            "--grid: the file must hold a non-empty list of scenarios, each a mapping of "
+            + ", ".join(PlanSpec.model_fields)
+        )
+    return [_spec(s, f"scenarios[{i}]") for i, s in enumerate(source)]
+
+
+class Problems(NamedTuple):
+    """S scenarios as ``(S,)`` float64/bool arrays (NumPy or JAX).
+
+    Attributes:
+        alpha, rho, eta: the model's rates.
+        n_pair: N_ρη of a separate paired set (0 otherwise).
+        shared: the human-rated items are the paired ones.
+        known: ρ and η are known numbers.
+        cost_human, cost_metric: prices of one rating.
+        fixed_cost: cost_human·N for a separate paired set, else 0.
+        target: the target ε (NaN without one).
+        log_sd_target: log of the σ at which ε_{γ,β} equals the target (NaN without one).
+        budget: the budget (inf without one).
+        by_target: target mode (else budget mode).
+        gamma, power: the test's level and power.
+        z: z₁₋γ/₂ + z_power, so that ε = √2·z·σ.
+    """
+
+    alpha: Any
+    rho: Any
+    eta: Any
+    n_pair: Any
+    shared: Any
+    known: Any
+    cost_human: Any
+    cost_metric: Any
+    fixed_cost: Any
+    target: Any
+    log_sd_target: Any
+    budget: Any
+    by_target: Any
+    gamma: Any
+    power: Any
+    z: Any
+
+
+def _z(spec: PlanSpec) -> float:
+    normal = NormalDist()
+    return normal.inv_cdf(1.0 - 0.5 * spec.gamma) + normal.inv_cdf(spec.power)
+
+
+def problems(specs: Sequence[PlanSpec], by_target: Sequence[bool] | None = None) -> Problems:
+    """``(S,)`` NumPy :class:`Problems` of the scenarios (target mode where they have ``eps``)."""
+    if by_target is None:
+        by_target = [s.eps is not None for s in specs]
+
+    def col(fn, dtype=float):
+        return np.array([fn(s) for s in specs], dtype)
+
+    z = col(_z)
+    target = col(lambda s: np.nan if s.eps is None else s.eps)
+    return Problems(
+        alpha=col(lambda s: s.alpha),
+        rho=col(lambda s: s.rho),
+        eta=col(lambda s: s.eta),
+        n_pair=col(lambda s: s.n_rho_eta if isinstance(s.n_rho_eta, int) else 0),
+        shared=col(lambda s: s.n_rho_eta == "shared", bool),
+        known=col(lambda s: s.n_rho_eta == "known", bool),
+        cost_human=col(lambda s: s.cost_human),
+        cost_metric=col(lambda s: s.cost_metric),
+        fixed_cost=col(lambda s: s.fixed_cost()),
+        target=target,
+        log_sd_target=np.log(target / (math.sqrt(2.0) * z)),
+        budget=col(lambda s: np.inf if s.budget is None else s.budget),
+        by_target=np.asarray(by_target, bool),
+        gamma=col(lambda s: s.gamma),
+        power=col(lambda s: s.power),
+        z=z,
+    )
