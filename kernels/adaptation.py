@@ -1,17 +1,18 @@
 """NUTS warm-up adaptation of one chain: NumPyro's ``warmup_adapter``, one array per coordinate.
 
-Step size by dual averaging (NumPyro's ``dual_averaging``), a diagonal mass
-matrix by Welford's variance over Stan's windows
-(``build_adaptation_schedule``), regularised at each window's end as Stan
-does. The arithmetic is NumPyro's operation for operation, so the numbers are
-its numbers; what differs is the layout. NumPyro keeps a position and the
-mass matrix as ``(d,)`` vectors; here each is a tuple of d arrays, one per
-coordinate, so that a batch of lanes is a set of ``(L,)`` arrays with no
-small minor axis (nothing to slice, gather or reduce across lanes' coordinates),
-which a kernel compiled outside XLA (Pallas) can hold in registers. For the
-same reason no float array here is weakly typed: Pallas's Triton lowering
-computes a transcendental function of a weakly typed float64 array in
-float32 (its dispatch tables take the first entry of the same kind).
+Step size by dual averaging (NumPyro's ``dual_averaging``; Nesterov 2009 as
+adapted by Hoffman & Gelman 2014), a diagonal mass matrix by Welford's
+variance over Stan's windows (``build_adaptation_schedule``), regularised at
+each window's end as Stan does. The arithmetic is NumPyro's operation for
+operation, so the numbers are its numbers; what differs is the layout.
+NumPyro keeps a position and the mass matrix as ``(d,)`` vectors; here each
+is a tuple of d arrays, one per coordinate, so that a batch of lanes is a
+set of ``(L,)`` arrays with no small minor axis (nothing to slice, gather or
+reduce across lanes' coordinates), which a kernel compiled outside XLA
+(Pallas) can hold in registers. For the same reason no float array here is
+weakly typed: Pallas's Triton lowering computes a transcendental function
+of a weakly typed float64 array in float32 (its dispatch tables take the
+first entry of the same kind).
 
 Unlike NumPyro's, the adapter searches for no step size itself (its
 ``find_reasonable_step_size`` is left out): :mod:`kernels.stepwise` runs that

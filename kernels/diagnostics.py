@@ -1,23 +1,22 @@
 """Effective sample sizes of many fits' chains at once, each fit's bits its own.
 
-NumPyro's ``effective_sample_size`` (Geyer's initial monotone sequence on the
-Stan-style autocorrelations) is the estimator; this is the same arithmetic
-with the fits on a leading axis, so that a batch of thousands costs a few
-vectorised FFTs instead of thousands of calls. It is written out here for
-two reasons, both measured on the development CPU:
+NumPyro's ``effective_sample_size`` is the estimator (Geyer 1992's initial
+monotone sequence, on Stan-style autocorrelations); this is the same
+arithmetic with the fits on a leading axis, so that a batch of thousands
+costs a few vectorised FFTs instead of thousands of calls. It is written out
+here for two reasons (docs/design.md):
 
-* speed: a fit's two ESS (the bulk ESS and the SD's MCSE's) took about
-  0.8 ms through NumPyro's function called fit by fit, ranks aside (4096
-  fits of 4 × 1000 draws), the largest host cost after a NUTS call; here
-  about 0.25 ms;
+* speed: called fit by fit, NumPyro's function makes a fit's two ESS (the
+  bulk ESS and the SD's MCSE's) the largest host cost after a NUTS call;
+  here they cost about a third as much;
 * determinism: called on a batch, NumPyro's (through ``scipy.fft`` with
   every core, and a complex product whose SIMD and scalar paths round
-  differently) gave 1 to 4 of 64-128 fits other bits in batches of other
-  sizes. Here every operation is either elementwise on real numbers or
-  works within one fit (NumPy's FFT along the last axis, which transforms
-  each row alone, and reductions over one fit's chains or draws), so a
-  fit's ESS does not depend on which fits share its call. Tests hold it
-  to NumPyro's to 1e-12 and to the same bits in batches of any size.
+  differently) gives some fits other bits in batches of other sizes. Here
+  every operation is either elementwise on real numbers or works within
+  one fit (NumPy's FFT along the last axis, which transforms each row
+  alone, and reductions over one fit's chains or draws), so a fit's ESS
+  does not depend on which fits share its call. Tests hold it to NumPyro's
+  to 1e-12 and to the same bits in batches of any size.
 
 Host-side NumPy, like :func:`kernels.nuts.summarize_draws`, which calls it.
 """
@@ -114,8 +113,8 @@ def _normal_scores(n: int) -> np.ndarray:
     Entry k is the score of rank k/2 + 1 (a run of tied draws at 0-based
     positions i..j has average rank (i + j)/2 + 1, entry i + j). One table
     serves every fit, and no ``(B, n)`` computation has a shape that follows
-    the call's (on an H100 that moved 2 of 4096 fits' ESS between calls of
-    4096 and 1024 fits).
+    the call's (such a shape moved some fits' ESS between calls of different
+    sizes on a GPU).
     """
     quantile = NormalDist().inv_cdf  # float64 whatever JAX's x64 flag says
     ranks = np.arange(2 * n - 1) / 2.0 + 1.0

@@ -4,9 +4,11 @@ Where every sample size is moderate, the posterior of (α, ρ, η) in logits
 (or, where the metric dominates, in the ridge coordinates of
 :mod:`kernels.ridge`) is close to a Gaussian. Centred at the mode x* and
 scaled by the Cholesky factor C of the inverse negative Hessian there, a
-tensor Gauss–Hermite rule in z (x = x* + C·z) then integrates the posterior
-to near machine precision with a dozen or so nodes per axis, where the nested rules of
-:mod:`kernels.quadrature` need several hundred thousand evaluations.
+tensor Gauss–Hermite rule in z (x = x* + C·z; adaptive Gauss–Hermite
+quadrature, Naylor & Smith 1982, Liu & Pierce 1994) then integrates the
+posterior to near machine precision with a dozen or so nodes per axis, where
+the nested rules of :mod:`kernels.quadrature` need several hundred thousand
+evaluations.
 
 With logit α the first coordinate and C lower-triangular, logit α depends on
 z₀ alone, so the rule also gives the α-marginal: at each z₀ node, the sum
@@ -38,6 +40,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.logdensity import grid_logdensity, logdensity
 from binmetric_sweep.kernels.quadrature import (
@@ -65,9 +68,9 @@ class LaplaceRule(NamedTuple):
         ridge_nodes, ridge_check_nodes: the two rules in ridge coordinates,
             where the second axis moves t = p given α (see :func:`laplace_summary`).
         newton_steps: most damped Newton steps from the Beta posterior means to
-            the mode (8, 12 and 20 accepted the same lanes with the same worst
-            errors on the benchmark's 1024 lanes and 1005 drawn ones; measured
-            ad hoc).
+            the mode (8, 12 and 20 accept the same lanes with the same worst
+            errors on the benchmark's 1024 lanes and 1005 drawn ones; see
+            docs/performance.md).
         tolerance: largest accepted |difference| of the two rules' posterior
             mean and SD.
         interval_tolerance: the same for the interval ends: the issue asks for
@@ -322,7 +325,7 @@ def counts_allow(counts: Counts, min_count: float) -> Array:
         (counts.m_pos, counts.n_m),
     )
     # Operators only, so that NumPy counts (the planner's, on the host) stay NumPy:
-    # jnp.stack and jnp.all there dispatched a dozen device ops, about 1 ms a plan.
+    # jnp.stack and jnp.all would dispatch a dozen device ops for every plan.
     allowed = True
     for k, n in pairs:
         allowed = allowed & (k >= min_count) & (n - k >= min_count)
@@ -378,21 +381,19 @@ def laplace_summary(
     # In ridge coordinates z₁ moves t = p given α, which the metric pins: a
     # Beta(m₊ + 1, N_M − m₊ + 1) kernel, close to Gaussian (every count is at
     # least min_count), needs fewer nodes than α and the position along the
-    # ridge, which need more than in logits (measured ad hoc, 2026-11-25, on
-    # the benchmark's 1024 lanes and 1005 drawn ones, against the nested rule
-    # with twice its nodes: 12 × 7 × 12 against 10 × 5 × 10 accepted the same
-    # lanes, with the same errors, as 12³ against 10³ at 0.55 times the cost;
-    # 16 × 7 × 16 against 12 × 5 × 12 accepts 4 % more of the benchmark's).
-    # Since 0.15.0 fewer (measured ad hoc on the benchmark's 4096 lanes and
-    # the accuracy script's 1005 drawn ones that the counts allow, against
-    # the nested rule with twice its nodes): 16 × 5 × 16 against 12 × 4 × 12
-    # accepts 2380 ridge lanes where 16 × 7 × 16 against 12 × 5 × 12 took
-    # 2383, with the same worst errors (2.3e-7 in the moments, 3.2e-6 at an
-    # interval end); in logits 10 × 10 × 8 against 8³ accepts 1176 of 1183,
-    # within 2.6e-7 and 6.8e-7. On this CPU (AVX-512) an innermost axis of
-    # 10 nodes cost twice as much a node as one of 8 or 16. Rules that share
-    # an axis are no check: 12 × 5 × 8 against 8 × 4 × 8 let lanes 8e-4 off
-    # through.
+    # ridge, which need more than in logits (12 × 7 × 12 against 10 × 5 × 10
+    # accepts what 12³ against 10³ does, at 0.55 times the cost; 16 × 7 × 16
+    # against 12 × 5 × 12 accepts 4 % more of the benchmark's lanes). The node
+    # counts, on the benchmark's 4096 lanes and the accuracy script's 1005 drawn
+    # ones that the counts allow, against the nested rule with twice its nodes:
+    # 16 × 5 × 16 against 12 × 4 × 12 accepts 2380 ridge lanes where
+    # 16 × 7 × 16 against 12 × 5 × 12 takes 2383, with the same worst errors
+    # (2.3e-7 in the moments, 3.2e-6 at an interval end); in logits
+    # 10 × 10 × 8 against 8³ accepts 1176 of 1183, within 2.6e-7 and 6.8e-7.
+    # The innermost logit axis has 8 nodes, not 10: on the development CPU
+    # (AVX-512) one of 10 costs twice as much a node as one of 8 or 16. Rules
+    # that share an axis are no check: 12 × 5 × 8 against 8 × 4 × 8 let lanes
+    # 8e-4 off through. See docs/performance.md.
     nodes, check = (
         (rule.ridge_nodes, rule.ridge_check_nodes)
         if ridge
@@ -416,14 +417,14 @@ class AlphaTRule(NamedTuple):
             two rules' mean and SD, and of their interval ends (those of
             :class:`LaplaceRule`).
 
-    On the benchmark's 286 lanes of 4096 that the rule may take (N_Φ = 100
-    mostly), measured ad hoc against the driver's numbers: (16, 8) against
-    (12, 6) accepted 72 % at 0.15 ms a lane, (20, 8) against (16, 6) 74 % at
-    0.30. With 24 α nodes (against 20) it accepted 12 %, with 32 none: the
-    moments were better, but the interval broke (the polynomial through log r
-    at the outermost nodes, :func:`_hermite_quantiles`, swings between them).
-    The same t rule in both (16, 8 against 16, 8) let a 1.4e-6 error in the
-    mean through.
+    The node counts, on the benchmark's 286 lanes of 4096 that the rule may
+    take (N_Φ = 100 mostly), against the driver's numbers: (16, 8) against
+    (12, 6) accept 72 %, (20, 8) against (16, 6) 74 % at twice the cost.
+    With 24 α nodes (against 20) it accepts 12 %, with 32 none: the moments
+    are better, but the interval breaks (the polynomial through log r at the
+    outermost nodes, :func:`_hermite_quantiles`, swings between them). The
+    same t rule in both (16, 8 against 16, 8) lets a 1.4e-6 error in the mean
+    through. See docs/performance.md.
     """
 
     nodes: tuple[int, int] = (16, 8)

@@ -27,8 +27,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from binmetric_sweep.kernels.counts import Counts
 from jax.scipy.special import xlogy
+
+from binmetric_sweep.kernels.counts import Counts
 
 Array = jax.Array
 

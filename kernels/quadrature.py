@@ -62,8 +62,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from binmetric_sweep.kernels.counts import Counts
 from jax.scipy.special import xlog1py, xlogy
+
+from binmetric_sweep.kernels.counts import Counts
 
 Array = jax.Array
 
@@ -163,7 +164,11 @@ def model_kind(n_m, rho_eta_known) -> np.ndarray:
 
 @cache
 def _gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Nodes y, weights w on [−1, 1], and P_j(y_i) for j = 0..n as an (n+1, n) table."""
+    """Nodes y, weights w on [−1, 1], and P_j(y_i) for j = 0..n as an (n+1, n) table.
+
+    NumPy's rule: nodes the eigenvalues of the symmetric tridiagonal Jacobi
+    matrix (Golub & Welsch 1969), polished by a Newton step.
+    """
     y, w = np.polynomial.legendre.leggauss(n)
     table = np.stack([np.polynomial.legendre.Legendre.basis(j)(y) for j in range(n + 1)])
     return y, w, table
@@ -171,7 +176,11 @@ def _gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @cache
 def normal_rule(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes z and log weights of the n-point Gauss–Hermite rule for the standard normal."""
+    """Nodes z and log weights of the n-point Gauss–Hermite rule for the standard normal.
+
+    From NumPy's physicists' rule (nodes by Golub & Welsch 1969, as
+    :func:`_gauss_legendre`), scaled to the weight φ(z).
+    """
     y, w = np.polynomial.hermite.hermgauss(n)
     return np.sqrt(2.0) * y, np.log(w / np.sqrt(np.pi))
 
@@ -542,8 +551,8 @@ def _log_exact_segment(alpha: Array, t: Array, s_lo: Array, s_hi: Array, counts:
     The integrand, a polynomial of degree N_ρη ≤ 15 with every factor in
     [0, 1], is summed in linear scale: each node's value is at least its
     smallest factor to the 15th power, so nothing underflows where the
-    segment carries mass (measured ad hoc: within 7e-15 of the log-scale
-    sum, at a third of its cost).
+    segment carries mass. The sum is within 7e-15 of the log-scale sum, at a
+    third of its cost.
     """
     y, w = np.polynomial.legendre.leggauss(EXACT_PAIRED_NODES)
     half = 0.5 * (s_hi - s_lo)
@@ -704,10 +713,10 @@ def _exp_series_integral(coeffs: Array, y: Array) -> Array:
 
 
 #: Safeguarded Newton steps of :func:`_quantile` (bisection where Newton leaves
-#: the bracket). 12 reached what 60 bisections did to 7e-16 on the benchmark's
-#: lanes that the middle rule takes and on full_model_lanes(300, 21); 8 did not
-#: (1.5e-10). The 60 bisections had been 30 % of the middle rule's time with s
-#: exact (ad hoc, 2026-11-25).
+#: the bracket), in place of 60 bisections, which cost 30 % of the middle rule's
+#: time with s exact. 12 steps reach the bisections' answer to 7e-16 on the
+#: benchmark's lanes that the middle rule takes and on full_model_lanes(300, 21);
+#: 8 do not (1.5e-10). See docs/performance.md.
 _PANEL_QUANTILE_STEPS = 16
 
 
@@ -728,10 +737,9 @@ def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
     density = jnp.exp(log_density)
     mass = jnp.sum(density * w, axis=1)
     cumulative = jnp.cumsum(mass)
-    # A binary search (a loop of known trips), not every end compared at once: with
-    # that comparison's sum, one kernel of the exact-s program took an H100 ~3 minutes
-    # to compile (kernels-gpu-20261127-171241.json), likely the sum fused with all that
-    # computes the panels.
+    # A binary search (a loop of known trips), not every end compared at once: that
+    # comparison's sum, likely fused with all that computes the panels, made one kernel
+    # of the exact-s program take minutes to compile on a GPU (docs/performance.md).
     panel = jnp.clip(jnp.searchsorted(cumulative, q), 0, mass.shape[0] - 1)
     target = q - (cumulative[panel] - mass[panel])
     log_values = log_density[panel]

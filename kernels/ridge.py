@@ -36,6 +36,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import xlogy
+
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.logdensity import (
     TermCentre,
@@ -43,7 +45,6 @@ from binmetric_sweep.kernels.logdensity import (
     logistic_parts,
     term_centre,
 )
-from jax.scipy.special import xlogy
 
 Array = jax.Array
 

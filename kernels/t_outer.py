@@ -42,6 +42,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import xlog1py, xlogy
+
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.quadrature import (
     PosteriorSummary,
@@ -62,7 +64,6 @@ from binmetric_sweep.kernels.quadrature import (
     logit_hermite_rule,
     summaries_agree,
 )
-from jax.scipy.special import xlog1py, xlogy
 
 Array = jax.Array
 
@@ -83,14 +84,14 @@ class TOuterRule(NamedTuple):
         tolerance, interval_tolerance: largest accepted |difference| of the
             two rules' mean and SD, and of their interval ends.
 
-    Measured ad hoc (2026-11-25) on the 608 lanes of the benchmark's 4096
-    whose s rule is exact (N_Φ = N_ρη = 10), against the nested rule with
-    more nodes: 18 against 16 α nodes accepted 599 (79 of the 82 with a
-    kink), within 9.1e-9 in the moments and 9.1e-7 at an interval end, at
-    0.19 ms a lane; 16 against 14, 509; 16 against 12, 327. In logit α
-    (the nested rule's coordinate) 16 nodes a panel left the moments up to
-    4.5e-6 off, and 24 against 20 accepted 572 at 0.26 ms a lane, with
-    interval ends up to 2.9e-6 off. 16 t nodes changed nothing.
+    The node counts, on the 608 lanes of the benchmark's 4096 whose s rule
+    is exact (N_Φ = N_ρη = 10), against the nested rule with more nodes: 18
+    against 16 α nodes accept 599 (79 of the 82 with a kink), within 9.1e-9
+    in the moments and 9.1e-7 at an interval end; 16 against 14 accept 509,
+    16 against 12 only 327. In logit α (the nested rule's coordinate) 16
+    nodes a panel leave the moments up to 4.5e-6 off, and 24 against 20
+    accept fewer (572) at 1.4 times the cost, with interval ends up to
+    2.9e-6 off. 16 t nodes change nothing. See docs/performance.md.
     """
 
     t_nodes: int = 8
@@ -180,7 +181,7 @@ def _quantile(panels, weights: Array, q: float, mean, sd, steps: int):
     panel's nodes. In α (not logit α) the density is itself close to a
     polynomial in each panel (a Beta kernel of a few human ratings times the
     smooth s-integral); the series of the log density, which the nested rule
-    inverts, put interval ends up to 6e-5 off here (measured ad hoc).
+    inverts, puts interval ends up to 6e-5 off here.
     Newton's method, safeguarded by bisection in [0, 1], from the normal
     approximation's quantile; with it, whether the CDF there is within
     :data:`_QUANTILE_RESIDUAL` of q. Where Newton fails (seen: a start clipped

@@ -25,8 +25,9 @@ jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
 from bench_kernels import lanes, sample_designs, timed_fits, values_differ  # noqa: E402 - beside this script
-from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
 from result_record import provenance, write_record  # noqa: E402 - beside this script
+
+from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
 
 #: Summaries compared fit by fit (ESS is computed on the host from the draws).
 FIELDS = ("post_mean", "post_sd", "ci_low", "ci_high", "steps", "divergences", "ess")

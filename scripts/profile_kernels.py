@@ -50,14 +50,15 @@ jax.config.update("jax_enable_x64", True)
 import bench_kernels  # noqa: E402 - beside this script
 import numpy as np  # noqa: E402
 from bench_kernels import lanes, sample_designs, stage, timed  # noqa: E402
+from jax.profiler import ProfileData  # noqa: E402
+from result_record import StageLog, provenance  # noqa: E402 - beside this script
+
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop, summarize_draws  # noqa: E402
 from binmetric_sweep.sweep.fits import (  # noqa: E402
     fit_lanes,
     plan_chunks,
     usable_cores,
 )
-from jax.profiler import ProfileData  # noqa: E402
-from result_record import StageLog, provenance  # noqa: E402 - beside this script
 
 
 def kernel_times(trace_dir: str, top: int) -> dict:

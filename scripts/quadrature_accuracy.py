@@ -40,11 +40,11 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers' lanes
 
+from result_record import provenance, write_record  # noqa: E402 - beside this script
+
 from binmetric_sweep.kernels.counts import Counts  # noqa: E402
 from binmetric_sweep.kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
 from binmetric_sweep.sweep.fits import FULL_MODEL_RULES, fit_lanes  # noqa: E402
-from result_record import provenance, write_record  # noqa: E402 - beside this script
-
 from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.

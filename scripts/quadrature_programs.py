@@ -41,6 +41,8 @@ import jax.numpy as jnp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from result_record import provenance, write_record  # noqa: E402 - beside this script
+
 from binmetric_sweep.kernels.counts import Counts  # noqa: E402
 from binmetric_sweep.kernels.gauss_hermite import AlphaTRule, LaplaceRule  # noqa: E402
 from binmetric_sweep.kernels.quadrature import HermiteTRule, QuadratureRule  # noqa: E402
@@ -52,7 +54,6 @@ from binmetric_sweep.sweep.fits import (  # noqa: E402
     _quadrature_fn,
     _t_outer_fn,
 )
-from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 LEVEL = 0.95
 

@@ -16,6 +16,7 @@ def provenance(script: str, argv: list[str]) -> dict:
     reruns ``script``."""
     import jax
     import numpyro
+
     from binmetric_sweep import sweep
     from binmetric_sweep.sweep.shards import device_name
 

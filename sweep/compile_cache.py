@@ -2,17 +2,16 @@
 
 A NUTS program takes tens of seconds to compile on CPU, and the quadrature
 driver's programs together about as long, often more than a small sweep's
-fits. With the programs on disk a later process loads them instead: on the
-2-core development CPU ``sweep run configs/quickstart.yaml`` took 22 s cold
-and 11 s with its programs cached, a 4-configuration NUTS sweep 22.6 s and
-6.8 s (ad hoc, 2026-11-26). A resumed sweep, the next sweep, and each Ray
-worker process on a node after the first find them there. A cached
-executable is the compiled program itself, so the numbers are the same bit
-for bit (the test suite runs with one cache throughout).
+fits. With the programs on disk a later process loads them instead, and a
+small sweep runs in a fraction of its cold time (docs/design.md). A resumed
+sweep, the next sweep, and each Ray worker process on a node after the first
+find them there. A cached executable is the compiled program itself, so the
+numbers are the same bit for bit (the test suite runs with one cache
+throughout).
 
 Before it compiles, a process traces each program, and the quadrature
-rules are large: about 10 s of tracing for a tiny sweep's four rules, most
-of a cached run's time. So every program of :mod:`sweep.fits` is run
+rules are large: tracing a tiny sweep's four rules takes several seconds,
+most of a cached run's time. So every program of :mod:`sweep.fits` is run
 through :mod:`jax.export` (:class:`ExportedProgram`): traced once, the
 export then compiled and called. Where JAX has a cache directory, the
 export is kept in its ``binmetric-sweep-programs`` folder too, and a later
@@ -38,6 +37,7 @@ from functools import cache
 from pathlib import Path
 
 import jax
+
 from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = [
@@ -78,7 +78,8 @@ def use_compilation_cache(path: str | Path | None = DEFAULT, strict: bool = True
 
     A cache directory JAX already has (``JAX_COMPILATION_CACHE_DIR``, or set
     in code) is kept, with its settings. Otherwise every program is cached,
-    however quickly it compiled: the quadrature driver's many small ones add up.
+    however quickly it compiled: the quadrature driver's many small ones add
+    up (docs/performance.md).
     """
     if path is None:
         return None

@@ -13,6 +13,7 @@ import hashlib
 
 import numpy as np
 import pandas as pd
+
 from binmetric_sweep.sweep.config import AXES, SweepSpec
 from binmetric_sweep.sweep.errors import SweepError
 

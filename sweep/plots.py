@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from pandas.api import types as ptypes
+
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.tables import (
     INTEGER_VALUES,
@@ -29,7 +31,6 @@ from binmetric_sweep.sweep.tables import (
     pivot_surface,
     select_cells,
 )
-from pandas.api import types as ptypes
 
 __all__ = ["LABELS", "SYMBOLS", "SIZE_AXES", "label", "plot_surface"]
 

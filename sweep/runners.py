@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
+
 from binmetric_sweep.kernels.summaries import FitResults
 from binmetric_sweep.sweep.config import SweepSpec
 from binmetric_sweep.sweep.shards import Shard, ShardResult, run_shard
@@ -22,11 +23,10 @@ __all__ = ["ACCELERATOR_SHARDS_AHEAD", "default_shards_ahead", "run_local"]
 
 #: On an accelerator, shards :func:`run_local` begins before the one in hand
 #: is yielded. With none, the device would wait at the end of every shard
-#: while the host summarises its last NUTS call's draws (on an H100 about
-#: 0.45 s a call of ~3,850 fits, against ~0.6 s of the device's own; two
-#: workers overlap a call's summaries with the next call only within a
-#: shard) and the store writes it. Not yet timed on a device:
-#: ``scripts/bench_sweep.py --ahead 0 1``.
+#: while the host summarises its last NUTS call's draws (about three quarters
+#: as long as the device's own work on the call; two workers overlap a call's
+#: summaries with the next call only within a shard) and the store writes
+#: it. See docs/performance.md; ``scripts/bench_sweep.py --ahead 0 1`` times it.
 ACCELERATOR_SHARDS_AHEAD = 1
 
 
@@ -34,12 +34,9 @@ def default_shards_ahead(backend: str | None = None) -> int:
     """Shards :func:`run_local` keeps begun ahead when the caller names no number.
 
     On CPU none: its fits already keep every core busy
-    (:func:`sweep.fits.default_workers`), and one shard ahead changed nothing
-    there. A NUTS sweep of 112 fits in shards of 32 configurations took 3.96 s
-    one shard at a time and 3.97 with one ahead; a quadrature sweep of 4500
-    fits in shards of 200 fits, 2.87 and 2.86 s (medians of five and three
-    runs interleaved in one process, ad hoc, 2026-11-27). Elsewhere
-    :data:`ACCELERATOR_SHARDS_AHEAD`.
+    (:func:`sweep.fits.default_workers`), so a shard begun ahead gains
+    nothing there, for NUTS or quadrature sweeps (docs/performance.md).
+    Elsewhere :data:`ACCELERATOR_SHARDS_AHEAD`.
     """
     return 0 if (backend or jax.default_backend()) == "cpu" else ACCELERATOR_SHARDS_AHEAD
 

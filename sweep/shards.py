@@ -20,6 +20,7 @@ import jax
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
 from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
@@ -159,8 +160,8 @@ def device_name() -> str:
 def _node_name() -> str:
     """This host's name, and under Ray the node's id (its first 12 characters)."""
     name = socket.gethostname()
-    # Ray is running only where it has been imported. Importing it here to ask took an
-    # in-process run ~0.4 s, and loaded Ray into a process that never uses it.
+    # Ray is running only where it has been imported. Importing it here to ask would
+    # add Ray's import time to every in-process run, and load Ray where it is unused.
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         name += f"/{ray.get_runtime_context().get_node_id()[:12]}"

@@ -3,7 +3,7 @@
 Layout of ``DIR``::
 
     sweep.json                 the sweep it holds (canonical form), its digest, the layout
-    surface/shard-00000.parquet   one row per (configuration, γ)
+    surface/shard-00000.parquet   one row per (configuration, γ, power)
     fits/shard-00000.parquet      one row per (configuration, replicate)
     .lock                      held by the one process writing
 
@@ -29,6 +29,7 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+
 from binmetric_sweep.sweep import NUMBERS_VERSION, __version__
 from binmetric_sweep.sweep.config import SweepSpec, spec_digest
 from binmetric_sweep.sweep.errors import SweepError

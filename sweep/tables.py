@@ -23,8 +23,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from binmetric_sweep.sweep.errors import SweepError
 from pandas.api import types as ptypes
+
+from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = [
     "AXES",

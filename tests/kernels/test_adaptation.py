@@ -8,8 +8,9 @@ average), so floats are held to 1e-12 relative and counts exactly.
 import jax
 import jax.numpy as jnp
 import numpy as np
-from binmetric_sweep.kernels.adaptation import start_adaptation, update_adaptation
 from numpyro.infer.hmc_util import IntegratorState, warmup_adapter
+
+from binmetric_sweep.kernels.adaptation import start_adaptation, update_adaptation
 
 
 def test_every_update_of_a_warm_up_equals_numpyros():

@@ -1,13 +1,13 @@
 import jax
 import numpy as np
 import pytest
+
 from binmetric_sweep.kernels.counts import (
     draw_counts,
     expected_counts,
     replicate_key,
     round_half_up,
 )
-
 from tests.kernels.helpers import design
 
 

@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+from numpyro.diagnostics import effective_sample_size as numpyro_ess
+from scipy.stats import norm, rankdata
+
 from binmetric_sweep.kernels.diagnostics import (
     bulk_effective_sample_size,
     effective_sample_size,
     sd_mcse,
 )
-from numpyro.diagnostics import effective_sample_size as numpyro_ess
-from scipy.stats import norm, rankdata
 
 
 def ar1_chains(seed: int, fits: int, chains: int, n: int) -> np.ndarray:

@@ -3,6 +3,8 @@ from typing import NamedTuple
 import jax
 import numpy as np
 import pytest
+from scipy import special, stats
+
 from binmetric_sweep.kernels.counts import draw_counts
 from binmetric_sweep.kernels.gauss_hermite import (
     LaplaceRule,
@@ -20,8 +22,6 @@ from binmetric_sweep.kernels.quadrature import (
     posterior_summary,
 )
 from binmetric_sweep.kernels.ridge import prefers_ridge
-from scipy import special, stats
-
 from tests.kernels.helpers import (
     design,
     exact_summaries,
