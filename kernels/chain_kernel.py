@@ -1,12 +1,12 @@
 """Whole NUTS chains in one compiled kernel: each block of lanes runs to its end in registers.
 
-:func:`kernels.stepwise.run_queue` runs every chain of a call in lock-step
-through an XLA ``while_loop``, one leapfrog step of every lane an iteration.
-On a GPU each iteration is about twenty kernels, each reading the lanes'
-state from the device's memory and writing it back, and the loop's host
-waits for each iteration's condition: on an H100 an iteration of 16,384
-chains took 159 µs, 85 of them in kernels (benchmarks/GPU-NOTES.md). And the
-call runs until its slowest chain is done.
+:func:`kernels.stepwise.run_queue` runs every NUTS chain (Hoffman & Gelman
+2014) of a call in lock-step through an XLA ``while_loop``, one leapfrog
+step of every lane an iteration. On a GPU each iteration is about twenty
+kernels, each reading the lanes' state from the device's memory and writing
+it back, and the loop's host waits for each iteration's condition, so that
+launches and waits take nearly half of an iteration's time (docs/design.md).
+And the call runs until its slowest chain is done.
 
 Here the same step (:func:`kernels.stepwise.step_all`, the same function of
 each lane's state) runs inside one Pallas kernel: a program instance takes a
@@ -35,12 +35,13 @@ from functools import cache
 
 import jax
 import jax.numpy as jnp
+
 from binmetric_sweep.kernels.stepwise import (
     DONE,
     ChainOutputs,
+    Sampler,
     any_running,
     initial_lanes,
-    make_sampler,
     raw_keys,
     step_all,
 )
@@ -49,7 +50,9 @@ Array = jax.Array
 
 __all__ = ["DEFAULT_BLOCK", "run_blocks"]
 
-#: Lanes a program instance advances together (a power of two).
+#: Lanes a program instance advances together (a power of two). A block waits
+#: for its slowest chain, so larger blocks run more steps for chains already
+#: done; see docs/performance.md.
 DEFAULT_BLOCK = 32
 
 
@@ -80,14 +83,8 @@ def can_import(module: str) -> bool:
 def run_blocks(
     keys: Array,
     z: Array,
-    potential_fn_gen,
     model_args,
-    warmup: int,
-    samples: int,
-    target_accept: float = 0.8,
-    max_tree_depth: int = 10,
-    warmup_max_tree_depth: int = 10,
-    record_steps: bool = False,
+    sampler: Sampler,
     n_valid=None,
     block: int = DEFAULT_BLOCK,
     interpret: bool | None = None,
@@ -96,9 +93,9 @@ def run_blocks(
     """:func:`kernels.stepwise.run_lanes`' chains, each block of lanes run whole in one kernel.
 
     Args:
-        keys, z, potential_fn_gen, model_args, warmup … record_steps: as in
-            :func:`kernels.stepwise.run_lanes`; every leaf of ``model_args``
-            ``(L,)``.
+        keys, z, model_args, sampler: as in :func:`kernels.stepwise.run_lanes`;
+            every leaf of ``model_args`` ``(L,)``. The sampler's batch-level
+            conditionals are off here: in a kernel they would branch every lane.
         n_valid: run only the first ``n_valid`` chains (traced; all if
             None); the others' outputs are zeros.
         block: static; lanes per program instance, a power of two. L is
@@ -119,16 +116,9 @@ def run_blocks(
     if interpret is None:
         interpret = jax.default_backend() != "gpu"
     size, dim = z.shape
-    sampler = make_sampler(
-        potential_fn_gen,
-        dim,
-        warmup,
-        samples,
-        target_accept,
-        max_tree_depth,
-        warmup_max_tree_depth,
-        record_steps,
-    )._replace(conditionals=False, unroll=1)
+    # Inside a kernel a batch-level conditional is a branch of every lane's program.
+    sampler = sampler._replace(conditionals=False)
+    samples, record_steps = sampler.samples, sampler.record_steps
     keys = raw_keys(keys)
     padded = -(-size // block) * block
     pad = lambda x: jnp.concatenate([x, jnp.repeat(x[:1], padded - size, axis=0)])  # noqa: E731

@@ -1,6 +1,6 @@
 """Vectorised NUTS for the α posterior, one lane per (fit × chain).
 
-Three loops run the same NUTS (``NUTSSettings.loop``; by default ``"auto"``:
+Two loops run the same NUTS (``NUTSSettings.loop``; by default ``"auto"``:
 the chain kernel on a GPU, the leapfrog loop elsewhere):
 
 * ``"leapfrog"``: :mod:`kernels.stepwise`, NumPyro's NUTS with its
@@ -9,11 +9,10 @@ the chain kernel on a GPU, the leapfrog loop elsewhere):
   :func:`sample_fits` runs every chain of a batch of fits in one loop.
 * ``"kernel"``: the same steps, whole chains inside one Pallas kernel per
   block of lanes (:mod:`kernels.chain_kernel`).
-* ``"transition"``: NumPyro's functional API, ``numpyro.infer.hmc.hmc(
-  potential_fn_gen, algo="NUTS")``, whose ``init_kernel`` and
-  ``sample_kernel`` are pure functions of an ``HMCState``; a chain is a
-  ``lax.scan`` of transitions, vmapped over chains and fits, and in every
-  transition the batch runs its longest trajectory.
+
+NumPyro's own NUTS (``numpyro.infer.hmc.hmc``, vmapped) runs the same
+transitions but, vmapped, makes every lane wait for the batch's longest
+trajectory in every transition; it is the tests' oracle, not a loop here.
 
 Each chain warms up with its own step-size and mass-matrix adaptation, then
 draws. Nothing here is jitted.
@@ -37,6 +36,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.diagnostics import split_gelman_rubin
+
 from binmetric_sweep.kernels.chain_kernel import (
     DEFAULT_BLOCK,
     TRITON_LOWERING,
@@ -52,9 +53,7 @@ from binmetric_sweep.kernels.ridge import (
     ridge_logdensity,
     ridge_position,
 )
-from binmetric_sweep.kernels.stepwise import run_queue
-from numpyro.diagnostics import split_gelman_rubin
-from numpyro.infer.hmc import hmc
+from binmetric_sweep.kernels.stepwise import make_sampler, run_queue
 
 Array = jax.Array
 
@@ -68,7 +67,6 @@ __all__ = [
     "sample_fit",
     "LOOPS",
     "resolve_loop",
-    "runs_leapfrog_loop",
     "sample_fits",
     "SUMMARY_BLOCK_DRAWS",
     "summary_block_fits",
@@ -90,31 +88,19 @@ class NUTSSettings(NamedTuple):
             makes the whole batch wait for them. Capped at 6 (63 leapfrogs),
             warm-up took 40 % less time on 120 lanes drawn across the issue's
             ranges, with the same agreement with quadrature afterwards.
-        dense_mass: adapt a dense (rather than diagonal) mass matrix.
         record_steps: keep each transition's leapfrog count, ``(chains,
             samples)`` per fit, for lock-step efficiency measurements.
         ridge: sample metric-dominated lanes of the full model in ridge
             coordinates (:mod:`kernels.ridge`); off, every lane uses the
             logits of (α, ρ, η).
-        loop: what one iteration of the vmapped loop advances: ``"leapfrog"``
-            (:mod:`kernels.stepwise`: one leapfrog step of every lane, so lanes
-            do not wait for each other's trajectories) or ``"transition"``
-            (NumPyro's ``sample_kernel``: one whole transition of every lane,
-            the batch running each transition's longest trajectory); or
-            ``"kernel"``: the leapfrog loop's steps run whole chains inside
-            one Pallas kernel per block of lanes (:mod:`kernels.chain_kernel`;
-            compiled by Triton on a GPU, interpreted elsewhere). All three
-            are the same NUTS; ``dense_mass`` always runs ``"transition"``.
-            ``"auto"`` (the default): ``"kernel"`` on a GPU, ``"leapfrog"``
-            elsewhere (:func:`resolve_loop`). On an H100 the kernel ran
-            4096 of the benchmark's fits 1.41 times as fast as the leapfrog
-            loop (benchmarks/results/kernels-gpu-20261127-030139.json); on
-            CPU it runs in Pallas's interpreter, far slower.
-        leapfrogs_per_iteration: with ``loop="leapfrog"``, the leapfrog steps
-            of every lane in one iteration of the loop: the same draws with
-            any value, and fewer loop trips (each a round trip to the host on
-            an accelerator) against a larger program. None: the backend's
-            default (:func:`kernels.stepwise.run_lanes`).
+        loop: ``"leapfrog"`` (:mod:`kernels.stepwise`: one leapfrog step of
+            every lane per iteration, so lanes do not wait for each other's
+            trajectories) or ``"kernel"`` (the same steps, whole chains inside
+            one Pallas kernel per block of lanes, :mod:`kernels.chain_kernel`;
+            compiled by Triton on a GPU, interpreted elsewhere, far slower).
+            Both are the same NUTS. ``"auto"`` (the default): ``"kernel"`` on
+            a GPU, where it is faster (docs/performance.md), ``"leapfrog"``
+            elsewhere (:func:`resolve_loop`).
         kernel_block, kernel_warps: with ``loop="kernel"``, the chains a
             program instance advances together (a power of two; each block
             runs until its slowest chain is done) and Triton's warps per
@@ -128,17 +114,15 @@ class NUTSSettings(NamedTuple):
     target_accept: float = 0.8
     max_tree_depth: int = 10
     warmup_max_tree_depth: int = 6
-    dense_mass: bool = False
     record_steps: bool = False
     ridge: bool = True
     loop: str = "auto"
-    leapfrogs_per_iteration: int | None = None
     kernel_block: int = DEFAULT_BLOCK
     kernel_warps: int = 1
 
 
 #: The values of ``NUTSSettings.loop``.
-LOOPS = ("auto", "leapfrog", "transition", "kernel")
+LOOPS = ("auto", "leapfrog", "kernel")
 
 
 class ChainDraws(NamedTuple):
@@ -265,24 +249,16 @@ def resolve_loop(settings: NUTSSettings, backend: str | None = None) -> NUTSSett
     default backend). On a GPU the chain kernel, elsewhere the leapfrog loop
     (the kernel's Triton lowering is GPU-only; other backends would
     interpret it), and the leapfrog loop on a GPU too where this JAX has no
-    Triton lowering for Pallas. With ``dense_mass``, ``"transition"``, the
-    one loop that adapts a dense mass matrix. Other loops are returned as
-    they are.
+    Triton lowering for Pallas. Other loops are returned as they are;
+    ValueError for a loop not in :data:`LOOPS`.
     """
-    if settings.dense_mass:
-        return settings._replace(loop="transition")
+    if settings.loop not in LOOPS:
+        raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {settings.loop!r}")
     if settings.loop != "auto":
         return settings
     on_gpu = (backend or jax.default_backend()) == "gpu"
     kernel = on_gpu and can_import(TRITON_LOWERING)
     return settings._replace(loop="kernel" if kernel else "leapfrog")
-
-
-def runs_leapfrog_loop(settings: NUTSSettings) -> bool:
-    """Whether ``settings`` run :mod:`kernels.stepwise`'s NUTS (its loop, or its kernel)."""
-    if settings.loop not in LOOPS:
-        raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {settings.loop!r}")
-    return settings.loop != "transition" and not settings.dense_mass
 
 
 def sample_chain(
@@ -306,52 +282,10 @@ def sample_chain(
     init_key, run_key = jax.random.split(key)
     ridge = _coordinates(counts, settings, dim, ridge)
     position = initial_position(init_key, counts, dim, ridge)
-    if runs_leapfrog_loop(settings):
-        # A batch of one; a static choice of coordinates stays static.
-        one = jax.tree.map(lambda x: jnp.asarray(x)[None], (run_key, position, counts))
-        lane_ridge = ridge if isinstance(ridge, bool) else jnp.asarray(ridge)[None]
-        return jax.tree.map(lambda x: x[0], _run_stepwise(*one, lane_ridge, settings))
-    model_args = (counts, ridge)
-    init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_fn_gen, algo="NUTS")
-    state = init_kernel(
-        position,
-        settings.warmup,
-        dense_mass=settings.dense_mass,
-        target_accept_prob=settings.target_accept,
-        max_tree_depth=(
-            min(settings.warmup_max_tree_depth, settings.max_tree_depth),
-            settings.max_tree_depth,
-        ),
-        model_args=model_args,
-        rng_key=run_key,
-    )
-
-    def transition(carry, i):
-        state, alpha, diverging = carry
-        state = sample_kernel(state, model_args=model_args)
-        # Warm-up transitions write to row 0, which the first kept draw overwrites.
-        row = jnp.maximum(i - settings.warmup, 0)
-        alpha = alpha.at[row].set(jax.nn.sigmoid(state.z[0]))
-        diverging = diverging.at[row].set(state.diverging)
-        return (state, alpha, diverging), state.num_steps
-
-    # One scan over warm-up and draws, NumPyro's state telling them apart: one copy
-    # of its tree builder to compile, not two, and room for the kept draws only. On
-    # CPU a first call on 24 fits took 37 s against 49 with two scans (dense mass:
-    # 33 against 43), the numbers bit for bit alike (ad hoc, 2026-11-27).
-    kept = (jnp.zeros(settings.samples, state.z.dtype), jnp.zeros(settings.samples, bool))
-    (_, alpha, diverging), every_steps = jax.lax.scan(
-        transition, (state, *kept), jnp.arange(settings.warmup + settings.samples)
-    )
-    steps = every_steps[settings.warmup :]
-    depth = jnp.log2(steps.astype(alpha.dtype) + 1.0)
-    return ChainDraws(
-        alpha=alpha,
-        divergences=jnp.sum(diverging.astype(jnp.int32)),
-        tree_depth=jnp.mean(depth),
-        steps=steps if settings.record_steps else jnp.sum(steps),
-        leapfrogs=jnp.sum(every_steps),
-    )
+    # A batch of one; a static choice of coordinates stays static.
+    one = jax.tree.map(lambda x: jnp.asarray(x)[None], (run_key, position, counts))
+    lane_ridge = ridge if isinstance(ridge, bool) else jnp.asarray(ridge)[None]
+    return jax.tree.map(lambda x: x[0], _run_stepwise(*one, lane_ridge, settings))
 
 
 def _run_stepwise(
@@ -369,32 +303,29 @@ def _run_stepwise(
         gen, args = (lambda c, centres: _potential_fn_gen(c, ridge, centres)), (counts, centres)
     else:
         gen, args = _potential_fn_gen, (counts, ridge, centres)
-    common = (
-        run_keys,
-        positions,
+    sampler = make_sampler(
         gen,
-        args,
+        positions.shape[-1],
         settings.warmup,
         settings.samples,
         settings.target_accept,
         settings.max_tree_depth,
         settings.warmup_max_tree_depth,
         settings.record_steps,
+        conditionals=jax.default_backend() == "cpu",
     )
     if resolve_loop(settings).loop == "kernel":
         out = run_blocks(
-            *common,
+            run_keys,
+            positions,
+            args,
+            sampler,
             n_valid=n_valid,
             block=settings.kernel_block,
             num_warps=settings.kernel_warps,
         )
     else:
-        out = run_queue(
-            *common,
-            slots=slots,
-            n_valid=n_valid,
-            leapfrogs_per_iteration=settings.leapfrogs_per_iteration,
-        )
+        out = run_queue(run_keys, positions, args, sampler, slots=slots, n_valid=n_valid)
     return ChainDraws(
         alpha=out.alpha,
         divergences=out.divergences,
@@ -414,8 +345,8 @@ def sample_fit(
     """All chains of one fit (chain c uses ``fold_in(key, c)``), vmapped over chains.
 
     ``ridge`` as in :func:`sample_chain`. For a batch of fits use
-    :func:`sample_fits`: with ``loop="leapfrog"`` it runs every chain of every
-    fit in one loop, where vmapping this function would not.
+    :func:`sample_fits`, which runs every chain of every fit in one loop,
+    where vmapping this function would not.
     """
     keys = _chain_keys(key, settings.chains)
     return jax.vmap(lambda k: sample_chain(k, counts, settings, dim, ridge))(keys)
@@ -437,14 +368,11 @@ def sample_fits(
     to rounding, where the two compiled programs differ; a lane's draws never
     depend on the other fits in the batch).
 
-    With ``loop="leapfrog"``, ``slots`` (static) chains run at once, each
-    slot taking the next chain of the batch when its own is done
-    (:func:`kernels.stepwise.run_queue`; all chains at once if None), and
-    only the first ``n_valid`` fits (traced; all if None) are run, the rest
-    coming back as zeros. The transition loop ignores both.
+    ``slots`` (static) chains run at once, each slot taking the next chain of
+    the batch when its own is done (:func:`kernels.stepwise.run_queue`; all
+    chains at once if None; the chain kernel ignores it), and only the first
+    ``n_valid`` fits (traced; all if None) are run, the rest coming back as zeros.
     """
-    if not runs_leapfrog_loop(settings):
-        return jax.vmap(lambda k, c: sample_fit(k, c, settings, dim, ridge))(keys, counts)
     b, chains = keys.shape[0], settings.chains
     chain_keys = jax.vmap(lambda k: _chain_keys(k, chains))(keys).reshape(b * chains)
     init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(chain_keys), 1, 0)
@@ -462,7 +390,7 @@ def sample_fits(
 #: Draws (fits × chains × samples) :func:`summarize_draws` takes at a time:
 #: its temporaries (ranks, normal scores, spectra: about fourteen arrays that
 #: size) peak near 120 MB whatever the batch or the chains' length (262 fits
-#: of 4 × 1000 draws, tracemalloc, ad hoc).
+#: of 4 × 1000 draws, measured with tracemalloc).
 SUMMARY_BLOCK_DRAWS = 1 << 20
 
 

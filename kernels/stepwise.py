@@ -5,8 +5,8 @@ finished lanes masked. NumPyro's ``sample_kernel`` loops over leapfrog steps
 *inside* each transition, so a vmapped batch executes, in every transition,
 the steps of the lane with the longest trajectory in that transition: twice
 the steps the average lane needed on batches of 32 lanes drawn like the legacy
-grid (lock-step efficiency 0.50, scripts/bench_kernels.py), and about four
-times on ~1000 lanes (measured ad hoc); the maximum grows with the batch.
+grid (lock-step efficiency 0.50, ``scripts/bench_kernels.py``), and more on
+larger batches: the maximum grows with the batch.
 
 Here the loop body is one leapfrog step of every lane, and what NumPyro keeps
 in nested loops (the doubling in progress, the leaf within it, the U-turn
@@ -55,6 +55,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.infer.hmc_util import IntegratorState
+
 from binmetric_sweep.kernels.adaptation import (
     Adaptation,
     Vector,
@@ -64,7 +66,6 @@ from binmetric_sweep.kernels.adaptation import (
     window_ends,
 )
 from binmetric_sweep.kernels.threefry import fold_in, uniform_words
-from numpyro.infer.hmc_util import IntegratorState
 
 Array = jax.Array
 
@@ -93,18 +94,6 @@ SEARCH, TREE, DONE = 0, 1, 2
 MAX_DELTA_ENERGY = 1000.0
 #: The step-size heuristic doubles or halves until the acceptance crosses 0.8.
 _LOG_SEARCH_ACCEPT = math.log(0.8)
-#: :func:`run_queue`'s leapfrog steps between refills: on CPU, where a refill
-#: is skipped unless a chain is done, and elsewhere, where each costs a
-#: gradient of every slot.
-REFILL_EVERY_CPU, REFILL_EVERY = 1, 16
-#: Leapfrog steps per iteration of :func:`run_lanes`'s loop off CPU. An
-#: accelerator ends each iteration by copying the loop's condition to its
-#: host; unrolled steps share one such round trip (a finished lane's step
-#: changes none of its outputs, so the draws are the same with any number).
-#: On an H100, 4 steps ran 4096 fits 1.03 times as fast, with the same
-#: numbers: the loop waits on its kernels' launches, which unrolling does not
-#: save (benchmarks/results/kernels-gpu-20261126-061052.json). So 1.
-LEAPFROGS_PER_ITERATION = 1
 
 
 class Trajectory(NamedTuple):
@@ -337,8 +326,6 @@ class Sampler(NamedTuple):
     # Batch-level conditionals (:func:`_materialized`, the adaptation update):
     # on CPU, where they are cheap; an accelerator would wait on its host for each.
     conditionals: bool
-    # Leapfrog steps unrolled in one iteration of the batch's loop.
-    unroll: int
 
 
 def _initial_state(
@@ -397,17 +384,14 @@ def _materialized(tree, running: Array, sampler: Sampler):
     fusion that consumes its result, and computes it again in each: the
     leaf's gradient, the Gaussian quantiles of the momenta and the
     transition's flags each feed dozens of selects below, and so were
-    computed dozens of times per step (20,500 fused operations per lane per
-    step, against 3,200 with these values stored; with the two changes of
-    :func:`_step_randomness` and the adaptation update, a step took 1.4 µs
-    per chain in chunks of 128 chains, against 2.6 µs, on the benchmark's
-    lanes, measured ad hoc). Since the per-coordinate layout (0.21.0) a
-    vector is several arrays, each its own consumer: the doubling's U-turn
-    flag (ten checkpoints' criteria) was computed again in each of the ten
-    selects of the proposal, the step's key (a Threefry block) in each of
-    its 2·dim + 3 values, and a refilled chain's gradient in each copy of
-    its point; stored once (0.22.0), NUTS on CPU ran 1.2–1.3 times as fast,
-    its numbers the same bits. A conditional is a boundary XLA does not
+    computed dozens of times per step (about six times the fused operations
+    per lane and step that storing them leaves; docs/performance.md). With
+    the per-coordinate layout a vector is several arrays, each its own
+    consumer: the doubling's U-turn flag (ten checkpoints' criteria) would be
+    computed again in each of the ten selects of the proposal, the step's key
+    (a Threefry block) in each of its 2·dim + 3 values, and a refilled
+    chain's gradient in each copy of its point. Storing a value does not
+    change its bits. A conditional is a boundary XLA does not
     fuse across (an optimization barrier is not: around a refilled chain's
     gradient it left the six copies in XLA's program). ``running`` is True
     wherever a step runs (it is the loop's condition); the other branch
@@ -613,22 +597,26 @@ def make_sampler(
     dim: int,
     warmup: int,
     samples: int,
-    target_accept: float,
-    max_tree_depth: int,
-    warmup_max_tree_depth: int,
-    record_steps: bool,
-    unroll: int | None = None,
+    target_accept: float = 0.8,
+    max_tree_depth: int = 10,
+    warmup_max_tree_depth: int = 10,
+    record_steps: bool = False,
+    *,
+    conditionals: bool,
 ) -> Sampler:
-    """A :class:`Sampler` for JAX's default backend (arguments as in :func:`run_lanes`).
+    """A :class:`Sampler`: everything a run closes over, as static Python values.
 
-    ``dim``: coordinates of a position; ``unroll``: its
-    ``leapfrogs_per_iteration``. Raises ValueError for an ``unroll`` below 1.
+    Args:
+        potential_fn_gen: ``(*args) -> (z -> −log density)``, as NumPyro's.
+        dim: coordinates of a position.
+        warmup, samples: transitions with adaptation, and transitions kept.
+        target_accept: the dual-averaging target.
+        max_tree_depth: cap on doublings after warm-up (2^depth − 1 leapfrogs).
+        warmup_max_tree_depth: the cap during warm-up (clipped to ``max_tree_depth``).
+        record_steps: keep each kept transition's leapfrog count.
+        conditionals: skip work with batch-level conditionals (true on CPU,
+            where they are cheap; an accelerator would wait on its host for each).
     """
-    on_cpu = jax.default_backend() == "cpu"
-    if unroll is None:
-        unroll = 1 if on_cpu else LEAPFROGS_PER_ITERATION
-    if int(unroll) < 1:
-        raise ValueError(f"leapfrogs_per_iteration must be at least 1, got {unroll}")
     return Sampler(
         potential_fn_gen,
         int(dim),
@@ -638,8 +626,7 @@ def make_sampler(
         int(max_tree_depth),
         int(min(warmup_max_tree_depth, max_tree_depth)),
         bool(record_steps),
-        on_cpu,
-        int(unroll),
+        bool(conditionals),
     )
 
 
@@ -742,17 +729,7 @@ def _outputs(draws: _Draws, totals: _Totals, sampler: Sampler) -> ChainOutputs:
 
 
 def run_lanes(
-    keys: Array,
-    z: Array,
-    potential_fn_gen,
-    model_args,
-    warmup: int,
-    samples: int,
-    target_accept: float = 0.8,
-    max_tree_depth: int = 10,
-    warmup_max_tree_depth: int = 10,
-    record_steps: bool = False,
-    leapfrogs_per_iteration: int | None = None,
+    keys: Array, z: Array, model_args, sampler: Sampler
 ) -> tuple[StepwiseState, ChainOutputs]:
     """Warm-up and ``samples`` NUTS transitions of L independent chains, one leapfrog per iteration.
 
@@ -762,34 +739,15 @@ def run_lanes(
 
     Args:
         keys: ``(L,)`` PRNG keys, one per chain.
-        z: ``(L, d)`` starting positions.
-        potential_fn_gen: ``(*args) -> (z -> −log density)``, as NumPyro's.
+        z: ``(L, d)`` starting positions, ``d`` = ``sampler.dim``.
         model_args: tuple of pytrees with a leading ``(L,)`` axis.
-        warmup, samples: transitions with adaptation, and transitions kept.
-        target_accept: the dual-averaging target.
-        max_tree_depth: cap on doublings after warm-up (2^depth − 1 leapfrogs).
-        warmup_max_tree_depth: the cap during warm-up (at most ``max_tree_depth``).
-        record_steps: keep each kept transition's leapfrog count.
-        leapfrogs_per_iteration: static; leapfrog steps of every lane unrolled
-            in one iteration of the loop (the same draws with any value). By
-            default 1 on CPU, :data:`LEAPFROGS_PER_ITERATION` elsewhere.
+        sampler: the run's :class:`Sampler` (:func:`make_sampler`).
 
     Returns:
         The final :class:`StepwiseState` and the :class:`ChainOutputs`, both
         batched: ``alpha`` ``(L, samples)`` holds sigmoid(z[0]) of every kept
         transition; ``divergences``, ``depth_sum`` and ``steps`` count over them.
     """
-    sampler = make_sampler(
-        potential_fn_gen,
-        z.shape[-1],
-        warmup,
-        samples,
-        target_accept,
-        max_tree_depth,
-        warmup_max_tree_depth,
-        record_steps,
-        leapfrogs_per_iteration,
-    )
     return _run_all(keys, z, model_args, sampler)
 
 
@@ -804,24 +762,10 @@ def _run_all(
         state = state._replace(mode=jnp.where(rows < n_valid, state.mode, DONE))
     draws, totals = _empty(size, sampler, z.dtype)
 
-    def step_batch(state):
-        return step_all(state, model_args, sampler)
-
-    def idle(state):  # every lane done: nothing moves, nothing is kept
-        _, draw = jax.eval_shape(step_batch, state)
-        return state, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), draw)
-
     def step(carry):
         state, draws = carry
-        for i in range(sampler.unroll):
-            # A step with every lane done would see its materialized values
-            # (_materialized) as zeros; on CPU a later unrolled step is skipped then.
-            if i and sampler.conditionals:
-                state, draw = jax.lax.cond(any_running(state), step_batch, idle, state)
-            else:
-                state, draw = step_batch(state)
-            draws = _keep(draws, rows, draw)
-        return state, draws
+        state, draw = step_all(state, model_args, sampler)
+        return state, _keep(draws, rows, draw)
 
     state, draws = jax.lax.while_loop(lambda c: any_running(c[0]), step, (state, draws))
     return state, _outputs(draws, _total(totals, rows, state), sampler)
@@ -857,27 +801,17 @@ def _lanewise(flag: Array, on_true, on_false):
 def run_queue(
     keys: Array,
     z: Array,
-    potential_fn_gen,
     model_args,
-    warmup: int,
-    samples: int,
-    target_accept: float = 0.8,
-    max_tree_depth: int = 10,
-    warmup_max_tree_depth: int = 10,
-    record_steps: bool = False,
+    sampler: Sampler,
     slots: int | None = None,
     n_valid: Array | int | None = None,
-    refill_every: int | None = None,
-    leapfrogs_per_iteration: int | None = None,
 ) -> ChainOutputs:
     """:func:`run_lanes` for a queue of L chains advanced ``slots`` at a time.
 
     A batch in lock-step runs until its chain with the most leapfrog steps is
-    done, and the others wait: on 2048 of the benchmark's fits the largest
-    chain's total over its 1500 transitions was twice the mean, and batches
-    of 32 fits sorted by difficulty kept 80 % of their lanes busy, of 512
-    fits 64 % (ad hoc, 2026-11-26; docs/performance-history.md, 0.16.0).
-    Here a slot whose chain is done takes the next chain of the queue, so
+    done, and the others wait: a chain's leapfrog total can be twice the
+    batch's mean, so large lock-step batches keep few lanes busy
+    (docs/performance.md). Here a slot whose chain is done takes the next chain of the queue, so
     lanes wait only at the queue's end.
 
     A chain's numbers do not depend on its slot, on when it starts, or on the
@@ -890,41 +824,20 @@ def run_queue(
     call as a queue.
 
     Args:
-        keys, z, potential_fn_gen, model_args, warmup … record_steps: as in
-            :func:`run_lanes`, for all L chains of the queue.
+        keys, z, model_args, sampler: as in :func:`run_lanes`, for all L
+            chains of the queue.
         slots: static; chains in flight at once (all L if None or larger).
         n_valid: run only the first ``n_valid`` chains (traced; all if None);
             the others' outputs are zeros. Lets a padded queue cost only its
             own chains.
-        refill_every: static; leapfrog steps between two refills. A refill
-            starts a chain in every free slot, which costs a gradient of
-            every slot where the backend cannot skip it (an accelerator,
-            without conditionals); a done chain's slot idles until the next
-            one. A chain's numbers are the same with any value. By default
-            :data:`REFILL_EVERY_CPU` on CPU, :data:`REFILL_EVERY` elsewhere.
-        leapfrogs_per_iteration: as in :func:`run_lanes`, where every chain
-            has a slot (``slots`` None or at least L); ignored otherwise.
 
     Returns:
         :class:`ChainOutputs` ``(L, …)`` in queue order.
     """
     size = keys.shape[0]
-    sampler = make_sampler(
-        potential_fn_gen,
-        z.shape[-1],
-        warmup,
-        samples,
-        target_accept,
-        max_tree_depth,
-        warmup_max_tree_depth,
-        record_steps,
-        leapfrogs_per_iteration,
-    )
     width = size if slots is None else max(1, min(int(slots), size))
     if width == size:  # every chain in a slot from the start: nothing to refill
         return _run_all(keys, z, model_args, sampler, n_valid)[1]
-    if refill_every is None:
-        refill_every = REFILL_EVERY_CPU if sampler.conditionals else REFILL_EVERY
     n_valid = jnp.asarray(size if n_valid is None else n_valid, jnp.int32)
     take = lambda tree, index: jax.tree.map(lambda x: x[index], tree)  # noqa: E731
 
@@ -961,19 +874,10 @@ def run_queue(
         )
 
     def advance(carry):
+        # One leapfrog step of every slot, then a refill of the slots whose chain is done.
         q, draws = carry
-
-        def step(c):
-            i, state, draws = c
-            state, draw = step_all(state, q.model_args, sampler)
-            return i + 1, state, _keep(draws, q.chain, draw)
-
-        if refill_every == 1:
-            _, state, draws = step((0, q.state, draws))
-        else:
-            _, state, draws = jax.lax.while_loop(
-                lambda c: (c[0] < refill_every) & any_running(c[1]), step, (0, q.state, draws)
-            )
+        state, draw = step_all(q.state, q.model_args, sampler)
+        draws = _keep(draws, q.chain, draw)
         q = q._replace(state=state)
         # The draws stay out of the conditional, which would copy them.
         if sampler.conditionals:  # skipped unless a slot's chain is done

@@ -3,17 +3,18 @@
 Measures, on whatever device JAX has:
   * quadrature posteriors/s and batched NUTS fits/s at several batch sizes,
     NUTS with each of its loops (``NUTSSettings.loop``): "leapfrog"
-    (kernels/stepwise.py, the default on CPU), "transition" (NumPyro's
-    ``sample_kernel`` in lock-step) and "kernel" (kernels/chain_kernel.py,
-    the default on a GPU), with their ratios; every program is
-    compiled before its timing starts, so these are the fits' times alone;
+    (kernels/stepwise.py, the default on CPU) and "kernel"
+    (kernels/chain_kernel.py, the default on a GPU), with their ratio; every
+    program is compiled before its timing starts, so these are the fits'
+    times alone;
   * the conventional baseline: one NumPyro ``MCMC`` per configuration,
     5 chains × (2000 warm-up + 10000 draws), one configuration after another;
-  * the ratio of batched NUTS (each loop, draws sized by :func:`batched_samples`)
-    to that baseline at equal ε accuracy (|ε − quadrature ε| ≤ 0.002 for every
-    configuration timed), on those configurations alone and, with the default
-    loop, among ``--baseline-batch`` fits (128 by default) as a sweep runs them;
-  * optionally (``--nuts-chunks``), NUTS fits/s with the default loop when
+  * the ratio of batched NUTS (draws sized by :func:`batched_samples`) to
+    that baseline at equal ε accuracy (|ε − quadrature ε| ≤ 0.002 for every
+    configuration timed), on those configurations alone with the leapfrog
+    loop and, with the default loop, among ``--baseline-batch`` fits (128 by
+    default) as a sweep runs them;
+  * optionally (``--nuts-chunks``), NUTS fits/s with the first of ``--loops`` when
     ``fit_lanes`` splits each lane group into chunks of each given size
     instead of ``fit_lanes``' default (:func:`sweep.fits.default_chunk_size`):
     smaller chunks pad less and let easy lanes finish without stepping with
@@ -40,11 +41,10 @@ Measures, on whatever device JAX has:
     fits/s with each block of chains and Triton warps per block;
   * lock-step efficiency, the mean leapfrog steps per lane over the steps the
     batch executes, with lanes in input order and ordered by
-    :func:`sweep.fits.difficulty`: for "transition" the per-transition maximum
-    across lanes (draws only), for "leapfrog" the maximum over lanes of each
-    lane's total (warm-up, searches and draws), and for the chain kernel the
-    same per block of chains, for several block sizes (from the leapfrog
-    loop's totals: the kernel's chains take the same steps).
+    :func:`sweep.fits.difficulty`: for the leapfrog loop the maximum over
+    lanes of each lane's total (warm-up, searches and draws), and for the
+    chain kernel the same per block of chains, for several block sizes (from
+    the leapfrog loop's totals: the kernel's chains take the same steps).
 
 Quadrature is timed as the driver runs it (the adaptive Gauss–Hermite rule;
 on the lanes it rejects, Gauss–Hermite in (α, t) where the s rule is not
@@ -62,16 +62,16 @@ with one worker, each compiled call timed alone, for each rule's cost a lane
 driver alone: the nested rule alone takes about 5 minutes a run of 10^5
 lanes on the development CPU.
 
-``--loops`` names the NUTS loops to time (both by default; the first named
-is the one the chunk-size and worker comparisons use); ``--lockstep 0`` and
-``--baseline 0`` skip those parts (``--baseline-batch 0`` the baseline's
+``--loops`` names the NUTS loops to time (the leapfrog loop by default; the
+first named is the one the chunk-size and worker comparisons use);
+``--lockstep 0`` and ``--baseline 0`` skip those parts (``--baseline-batch 0`` the baseline's
 configurations among a batch of fits); ``--warm-up`` runs each timed set of fits
 once untimed first (for accelerators, see :func:`timed_fits`).
 
 Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--baseline-batch 128]
            [--lockstep 64]
            [--nuts-chunks 64 256 1024] [--quadrature-chunks 1024 16384]
-           [--loops leapfrog transition] [--workers 1 2] [--quadrature-only | --nuts-only]
+           [--loops leapfrog kernel] [--workers 1 2] [--quadrature-only | --nuts-only]
            [--kernel-blocks 16 32 64] [--kernel-warps 1 2 4]
            [--warm-up] [--quadrature-repeats 3] [--quadrature-seconds 2]
            [--quadrature-variants all|driver]
@@ -95,9 +95,12 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import binmetric_sweep.sweep.fits as fits_module  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from numpyro.infer import MCMC, NUTS  # noqa: E402
+from result_record import StageLog, provenance  # noqa: E402 - beside this script
+
+import binmetric_sweep.sweep.fits as fits_module  # noqa: E402
 from binmetric_sweep.kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from binmetric_sweep.kernels.gauss_hermite import AlphaTRule, LaplaceRule  # noqa: E402
 from binmetric_sweep.kernels.logdensity import logdensity  # noqa: E402
@@ -117,8 +120,6 @@ from binmetric_sweep.sweep.fits import (  # noqa: E402
     nuts_chunk_size,
     plan_chunks,
 )
-from numpyro.infer import MCMC, NUTS  # noqa: E402
-from result_record import StageLog, provenance  # noqa: E402 - beside this script
 
 
 def sample_designs(n: int, seed: int) -> Design:
@@ -233,8 +234,6 @@ def timed_fits(
     label = f"{method}, {len(np.asarray(counts.n_m))} lanes"
     if method == "nuts":
         label += f", {settings.loop} loop"
-        if settings.leapfrogs_per_iteration:
-            label += f" ({settings.leapfrogs_per_iteration} steps an iteration)"
         if settings.loop == "kernel":
             warps = settings.kernel_warps
             label += f" (blocks of {settings.kernel_block}, {warps} warp{'s' * (warps > 1)})"
@@ -429,10 +428,9 @@ def throughput(
     workers=(),
     nuts=True,
     quadrature_chunks=(),
-    loops=("leapfrog", "transition"),
+    loops=("leapfrog",),
     quadrature=True,
     quadrature_variants=True,
-    nuts_unroll=(),
     nuts_slots=(),
     kernel_shapes=(),
 ) -> dict:
@@ -444,13 +442,10 @@ def throughput(
     each number of chunks in flight at once. Without ``nuts``, quadrature
     alone; without ``quadrature``, NUTS alone; without
     ``quadrature_variants``, the quadrature driver alone (see
-    :func:`quadrature_throughput`). With ``nuts_unroll``, NUTS (the first of
-    ``loops``) fits/s with each number of leapfrog steps per loop iteration,
-    and the largest difference of its posterior means from the default's
-    (the same draws are expected; a different program may round otherwise).
-    With ``nuts_slots``, on an accelerator, NUTS fits/s with calls of the
-    largest of ``nuts_chunks`` (else the default) run as queues on each
-    number of slots (``sweep.fits.ACCELERATOR_NUTS_SLOTS``; chains). With
+    :func:`quadrature_throughput`). With ``nuts_slots``, on an
+    accelerator, NUTS fits/s with calls of the largest of ``nuts_chunks``
+    (else the default) run as queues on each number of slots
+    (``sweep.fits.ACCELERATOR_NUTS_SLOTS``; chains). With
     ``kernel_shapes`` (``(block, warps)`` pairs), the chain kernel's fits/s
     with each (``NUTSSettings.kernel_block``, ``kernel_warps``), and the
     largest difference of its posterior means from the kernel's default
@@ -492,10 +487,6 @@ def throughput(
         gap = np.abs(np.asarray(out.post_mean) - np.asarray(reference.post_mean))
         return {"fits_per_s": n / s, "s": s, "post_mean_max_abs_diff": float(np.max(gap))}
 
-    by_unroll = {
-        str(u): against_default(None, first._replace(leapfrogs_per_iteration=u))
-        for u in nuts_unroll
-    }
     by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, first)[1] for c in nuts_chunks}
     by_slots = {}
     chunk = max(nuts_chunks) if nuts_chunks else None
@@ -522,7 +513,7 @@ def throughput(
         # Against the default's fits: a fit's numbers must not depend on the workers.
         by_workers[str(w)]["nuts_fits_differing"] = fits_differing(out_w, reference)
     # "nuts_*" without a loop's name is the leapfrog loop's (the default everywhere before 0.24.0).
-    names = {"leapfrog": "nuts", "transition": "nuts_transition_loop", "kernel": "nuts_kernel_loop"}
+    names = {"leapfrog": "nuts", "kernel": "nuts_kernel_loop"}
     out = {**measured}
     for loop, s in seconds.items():
         out[f"{names[loop]}_fits_per_s"] = n / s
@@ -535,8 +526,6 @@ def throughput(
         out[f"{names[loop]}_calls"] = len(calls[loop])
         out[f"{names[loop]}_calls_s"] = sum(t.seconds for t in calls[loop])
         out[f"{names[loop]}_host_summaries_s"] = sum(t.host_seconds for t in calls[loop])
-    if {"leapfrog", "transition"} <= seconds.keys():
-        out["leapfrog_over_transition_loop"] = seconds["transition"] / seconds["leapfrog"]
     if {"leapfrog", "kernel"} <= seconds.keys():
         out["kernel_over_leapfrog_loop"] = seconds["leapfrog"] / seconds["kernel"]
     return {
@@ -546,7 +535,6 @@ def throughput(
         "default_workers": default_workers(method="nuts"),
         **({f"{names[loops[0]]}_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
         **({"by_workers": by_workers} if by_workers else {}),
-        **({"nuts_by_leapfrogs_per_iteration": by_unroll} if by_unroll else {}),
         **({"nuts_by_accelerator_slots": by_slots} if by_slots else {}),
         **({"nuts_kernel_by_block_x_warps": by_shape} if by_shape else {}),
     }
@@ -580,31 +568,26 @@ def fits_differing(a, b) -> int:
 def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
     counts, keys = lanes(sample_designs(n, seed), seed)
     out = {}
-    for loop in ("transition", "leapfrog"):
-        recorded = settings._replace(record_steps=True, loop=loop)
-        for name, order in (
-            ("input_order", np.arange(n)),
-            ("difficulty_order", np.argsort(difficulty(counts), kind="stable")),
-        ):
-            c = jax.tree.map(lambda x, order=order: x[order], counts)
-            # The driver's compiled kernel, here choosing coordinates per lane:
-            # each lane runs the same chain as when grouped, but logit and
-            # ridge lanes share the batches (the driver batches them apart).
-            draws = jax.device_get(_nuts_fn(3, recorded)(keys[order], c))
-            chunk = max(1, n // 4) * settings.chains  # four lock-step batches of lanes
-            eff = []
-            if loop == "transition":
-                steps = np.asarray(draws.steps, float).reshape(-1, settings.samples)
-                for start in range(0, steps.shape[0], chunk):
-                    block = steps[start : start + chunk]
-                    eff.append(block.mean() / block.max(axis=0).mean())
-            else:
-                totals = np.asarray(draws.leapfrogs, float).reshape(-1)
-                for start in range(0, totals.shape[0], chunk):
-                    block = totals[start : start + chunk]
-                    eff.append(block.mean() / block.max())
-                out[f"kernel_blocks_{name}"] = kernel_block_efficiency(totals)
-            out[f"{loop}_loop_{name}"] = float(np.mean(eff))
+    leapfrog = settings._replace(loop="leapfrog")
+    for name, order in (
+        ("input_order", np.arange(n)),
+        ("difficulty_order", np.argsort(difficulty(counts), kind="stable")),
+    ):
+        c = jax.tree.map(lambda x, order=order: x[order], counts)
+        # The driver's compiled kernel, here choosing coordinates per lane:
+        # each lane runs the same chain as when grouped, but logit and
+        # ridge lanes share the batches (the driver batches them apart).
+        draws = jax.device_get(_nuts_fn(3, leapfrog)(keys[order], c))
+        chunk = max(1, n // 4) * settings.chains  # four lock-step batches of lanes
+        # Each chain's leapfrog steps in all (warm-up, searches and draws): a
+        # batch of the leapfrog loop runs until its chain with the most is done.
+        totals = np.asarray(draws.leapfrogs, float).reshape(-1)
+        eff = [
+            totals[start : start + chunk].mean() / totals[start : start + chunk].max()
+            for start in range(0, totals.shape[0], chunk)
+        ]
+        out[f"leapfrog_loop_{name}"] = float(np.mean(eff))
+        out[f"kernel_blocks_{name}"] = kernel_block_efficiency(totals)
     return out
 
 
@@ -688,18 +671,17 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
         "conventional_s_per_config": conventional_s,
         "conventional_max_eps_error": float(np.max(np.abs(np.array(conventional_eps) - eps_exact))),
     }
-    for loop in ("leapfrog", "transition"):
-        batched_settings = settings._replace(samples=samples, loop=loop)
-        batched, batched_s = timed_fits(counts, keys, "nuts", None, batched_settings)
-        eps = np.asarray(epsilon(batched.post_sd, 0.05))
-        error = float(np.max(np.abs(eps - eps_exact)))
-        out[f"{loop}_loop"] = {
-            "samples_per_chain": batched_settings.samples,
-            "batched_s_per_config": batched_s / n,
-            "ratio": conventional_s / (batched_s / n),
-            "batched_max_eps_error": error,
-            "equal_accuracy": bool(error <= EPS_TOLERANCE),
-        }
+    batched_settings = settings._replace(samples=samples, loop="leapfrog")
+    batched, batched_s = timed_fits(counts, keys, "nuts", None, batched_settings)
+    eps = np.asarray(epsilon(batched.post_sd, 0.05))
+    error = float(np.max(np.abs(eps - eps_exact)))
+    out["leapfrog_loop"] = {
+        "samples_per_chain": batched_settings.samples,
+        "batched_s_per_config": batched_s / n,
+        "ratio": conventional_s / (batched_s / n),
+        "batched_max_eps_error": error,
+        "equal_accuracy": bool(error <= EPS_TOLERANCE),
+    }
     if batch:
         rounds = -(-batch // n)
         index = np.tile(np.arange(n), rounds)[:batch]
@@ -743,8 +725,8 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--loops",
         nargs="+",
-        choices=["leapfrog", "transition", "kernel"],
-        default=["leapfrog", "transition"],
+        choices=["leapfrog", "kernel"],
+        default=["leapfrog"],
         help="NUTS loops to time (kernel: whole chains in one Pallas kernel, Triton on a GPU)",
     )
     parser.add_argument(
@@ -756,13 +738,6 @@ def main(argv=None) -> None:
         nargs="*",
         default=[],
         help="on an accelerator, NUTS queues on this many slots (chains) to compare",
-    )
-    parser.add_argument(
-        "--nuts-unroll",
-        type=int,
-        nargs="*",
-        default=[],
-        help="leapfrog steps per loop iteration to compare with the default (NUTSSettings)",
     )
     parser.add_argument(
         "--kernel-blocks",
@@ -881,7 +856,6 @@ def main(argv=None) -> None:
                 tuple(args.loops),
                 not args.nuts_only,
                 args.quadrature_variants == "all",
-                args.nuts_unroll,
                 args.nuts_slots,
                 [(b, w) for b in args.kernel_blocks for w in args.kernel_warps],
             )

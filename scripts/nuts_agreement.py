@@ -5,13 +5,14 @@ it as JSON under benchmarks/results/): mean error in MCSEs, SD error, R-hat,
 divergences, the published ε by NUTS, and the wall time of the NUTS call.
 ``--natural`` samples every lane in the logits of (α, ρ, η) and
 ``--warmup-depth 10`` lifts the warm-up tree-depth cap, to reproduce what the
-sampler did before those changes; ``--loop transition`` runs NumPyro's
-``sample_kernel`` in lock-step instead of :mod:`kernels.stepwise`, and
-``--loop kernel`` runs the stepwise chains whole in one Pallas kernel per
-block of lanes (:mod:`kernels.chain_kernel`; compiled by Triton on a GPU).
+sampler did before those changes; ``--loop leapfrog`` runs
+:mod:`kernels.stepwise`, and ``--loop kernel`` runs the stepwise chains whole
+in one Pallas kernel per block of lanes (:mod:`kernels.chain_kernel`;
+compiled by Triton on a GPU); ``auto`` (the default) picks the kernel on a GPU
+and the leapfrog loop elsewhere.
 
 Usage: python scripts/nuts_agreement.py [--natural] [--warmup-depth 6]
-           [--loop leapfrog|transition|kernel] [--out DIR]
+           [--loop auto|leapfrog|kernel] [--out DIR]
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers' lanes
 
+from result_record import provenance, write_record  # noqa: E402 - beside this script
+
 from binmetric_sweep.kernels.nuts import LOOPS, NUTSSettings, resolve_loop  # noqa: E402
 from binmetric_sweep.kernels.summaries import epsilon  # noqa: E402
 from binmetric_sweep.sweep.fits import fit_lanes, lane_keys  # noqa: E402
-from result_record import provenance, write_record  # noqa: E402 - beside this script
-
 from tests.kernels.helpers import agreement_lanes  # noqa: E402
 
 

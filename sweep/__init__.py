@@ -6,7 +6,7 @@ Python API is :func:`run`, :func:`status`, :func:`load_surface`, :func:`load_fit
 ``sweep`` (or ``binmetric-sweep``) on the command line is a thin layer over them.
 """
 
-__version__ = "0.32.0"
+__version__ = "0.33.0"
 #: The version whose kernels or chunking last changed a fit's numbers. A sweep
 #: directory resumes under any version with the same numbers; one written
 #: before 0.17.0 counts its own version as its numbers'.

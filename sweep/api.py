@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Literal
 
 import pandas as pd
+
 from binmetric_sweep.kernels.summaries import FitResults
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
-from binmetric_sweep.sweep.config import SweepSpec, load_sweep
+from binmetric_sweep.sweep.config import SweepSpec, load_sweep, spec_from_canonical
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
 from binmetric_sweep.sweep.shards import make_shards
@@ -211,7 +212,7 @@ def _progress_bar(total: int, initial: int, name: str):
 
 def _open_existing(out: str | Path) -> tuple[Store, dict]:
     manifest = read_manifest(out)
-    spec = load_sweep(manifest["sweep"])
+    spec = spec_from_canonical(manifest["sweep"])
     return Store(Path(out), spec, [int(n) for n in manifest["shard_rows"]]), manifest
 
 

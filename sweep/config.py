@@ -17,8 +17,9 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from binmetric_sweep.sweep.errors import SweepError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = [
     "AXES",
@@ -30,6 +31,7 @@ __all__ = [
     "SweepSpec",
     "load_sweep",
     "spec_digest",
+    "spec_from_canonical",
 ]
 
 PROBABILITY_AXES = ("alpha", "rho", "eta", "psi")
@@ -49,6 +51,27 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
 
 
+#: Sampler keys and values that earlier versions took, and why they went: a sweep
+#: file that still names one is refused with this reason.
+REMOVED_SAMPLER_KEYS = {
+    "dense_mass": (
+        "was removed in 0.33.0: only NumPyro's transition loop adapted a dense mass "
+        "matrix, and that loop ran at half the leapfrog loop's speed or less "
+        "(docs/performance.md); delete the key (the mass matrix is diagonal)"
+    ),
+}
+REMOVED_LOOPS = {
+    "transition": (
+        "was removed in 0.33.0: NumPyro's transition loop makes every lane wait for the "
+        "batch's longest trajectory and ran at half the leapfrog loop's speed or less "
+        "(docs/performance.md); use auto, leapfrog or kernel"
+    ),
+}
+#: What the canonical form keeps of removed keys: the one value each can still be
+#: said to have, so that a sweep's digest (and so its directory) is what it was.
+_REMOVED_CANONICAL = {"dense_mass": False}
+
+
 class SamplerSettings(_Strict):
     """NUTS settings of a sweep (``sampler:``); ignored by ``method: quadrature``."""
 
@@ -58,8 +81,19 @@ class SamplerSettings(_Strict):
     target_accept: float = Field(0.8, gt=0.0, lt=1.0)
     max_tree_depth: int = Field(10, ge=1, le=15)
     warmup_max_tree_depth: int = Field(6, ge=1, le=15)
-    dense_mass: bool = False
-    loop: Literal["auto", "leapfrog", "transition", "kernel"] = "auto"
+    loop: Literal["auto", "leapfrog", "kernel"] = "auto"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_removed(cls, raw: Any) -> Any:
+        if isinstance(raw, dict):
+            for key, why in REMOVED_SAMPLER_KEYS.items():
+                if key in raw:
+                    raise SweepError(f"sampler.{key}: {why}")
+            loop = raw.get("loop")
+            if isinstance(loop, str) and loop in REMOVED_LOOPS:
+                raise SweepError(f"sampler.loop: {loop!r} {REMOVED_LOOPS[loop]}")
+        return raw
 
 
 AxisSpec = tuple[float, ...] | str
@@ -287,7 +321,9 @@ class SweepSpec(_Strict):
 
     def canonical(self) -> dict:
         """The sweep as plain JSON-able data, defaults filled in (what identifies a sweep)."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        data["sampler"] = {**data["sampler"], **_REMOVED_CANONICAL}
+        return data
 
 
 def _location(parts, single_block: bool) -> str:
@@ -351,6 +387,21 @@ def load_sweep(source: str | Path | dict | SweepSpec) -> SweepSpec:
     except ValidationError as err:
         single_block = isinstance(source.get("grid"), dict)
         raise SweepError(_format_validation_error(err, single_block)) from None
+
+
+def spec_from_canonical(canonical: dict) -> SweepSpec:
+    """The :class:`SweepSpec` of a sweep directory's canonical form (its ``sweep.json``).
+
+    The canonical form keeps removed sampler keys at the one value they can
+    still have (:data:`_REMOVED_CANONICAL`); they are dropped before validation,
+    which would refuse them in a sweep file.
+    """
+    sampler = {
+        key: value
+        for key, value in canonical.get("sampler", {}).items()
+        if not (key in _REMOVED_CANONICAL and value == _REMOVED_CANONICAL[key])
+    }
+    return load_sweep({**canonical, "sampler": sampler})
 
 
 def spec_digest(spec: SweepSpec) -> str:

@@ -37,6 +37,7 @@ from typing import Literal, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from binmetric_sweep.kernels.counts import (
     Counts,
     Design,
@@ -55,7 +56,6 @@ from binmetric_sweep.kernels.logdensity import position_size
 from binmetric_sweep.kernels.nuts import (
     NUTSSettings,
     resolve_loop,
-    runs_leapfrog_loop,
     sample_fits,
     sampler_key,
     summarize_draws,
@@ -972,10 +972,10 @@ def plan_chunks(
         else:
             size = chunk_size or default_chunk_size("nuts", nuts.chains, backend)
             size = size or nuts_chunk_size(nuts, memory_budget_bytes)
-            # Only the leapfrog loop has slots: elsewhere a call's chains run at
-            # once (the transition loop) or by blocks (the chain kernel).
+            # Only the leapfrog loop has slots: the chain kernel runs a call's
+            # chains by blocks.
             slots = None
-            if runs_leapfrog_loop(nuts) and nuts.loop == "leapfrog":
+            if nuts.loop == "leapfrog":
                 # The group's largest call, were it split among the workers (_nuts_pieces).
                 per_worker = -(-len(index) // (workers or default_workers(backend, method)))
                 call_chains = min(_power_of_two_below(size), per_worker) * nuts.chains

@@ -78,7 +78,9 @@ def venv(tmp_path_factory):
     (ours,) = (base / "ours").glob("binmetric_sweep-*.whl")
     _ok(_run(sys.executable, "-m", "venv", base / "venv"))
     python = base / "venv" / "bin" / "python"
-    site = Path(_ok(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")).strip())
+    site = Path(
+        _ok(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")).strip()
+    )
     # Our dependencies from the suite's environment, after the venv's own packages.
     (site / "zz-suite-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python, site, wheels, ours, env

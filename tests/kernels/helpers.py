@@ -10,11 +10,12 @@ from typing import NamedTuple
 import jax
 import numpy as np
 import pandas as pd
+from scipy import optimize
+from scipy.special import betainc, betaln, gammaln
+
 from binmetric_sweep.kernels.counts import Counts, Design, draw_counts, expected_counts
 from binmetric_sweep.kernels.quadrature import MODEL_KINDS, model_kind
 from binmetric_sweep.kernels.summaries import epsilon
-from scipy import optimize
-from scipy.special import betainc, betaln, gammaln
 
 #: The published table in ``shared/reference`` beside the clone, which the project reads.
 SHARED_PUBLISHED_EPS = (
@@ -264,3 +265,54 @@ def exact_summaries(c: Counts, level: float = 0.95) -> np.ndarray:
         mixture = mixture_posterior(c, i)
         rows.append((*mixture.moments(), mixture.quantile(tail), mixture.quantile(1.0 - tail)))
     return np.array(rows).reshape(-1, 4)
+
+
+def numpyro_nuts(keys, lanes: Counts, dim: int, dense_mass: bool, settings=None) -> np.ndarray:
+    """α draws ``(B, chains, samples)`` of NumPyro's own NUTS on ``lanes``: the tests' oracle.
+
+    NumPyro's functional API (``numpyro.infer.hmc.hmc(potential_fn_gen, algo="NUTS")``)
+    on the kernels' log-density and coordinates, vmapped over fits and chains, with
+    a diagonal or a dense mass matrix. The sampler of :mod:`kernels.stepwise` runs
+    the same transitions one leapfrog at a time; this is an independent implementation
+    of them, held to the same bounds against the exact posterior.
+    """
+    import jax.numpy as jnp
+    from numpyro.infer.hmc import hmc
+
+    from binmetric_sweep.kernels.nuts import (
+        NUTSSettings,
+        _coordinates,
+        _potential_fn_gen,
+        initial_position,
+    )
+
+    settings = settings or NUTSSettings()
+    init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_fn_gen, algo="NUTS")
+    depths = (min(settings.warmup_max_tree_depth, settings.max_tree_depth), settings.max_tree_depth)
+
+    def chain(key, c):
+        init_key, run_key = jax.random.split(key)
+        ridge = _coordinates(c, settings, dim, None)
+        model_args = (c, ridge)
+        state = init_kernel(
+            initial_position(init_key, c, dim, ridge),
+            settings.warmup,
+            dense_mass=dense_mass,
+            target_accept_prob=settings.target_accept,
+            max_tree_depth=depths,
+            model_args=model_args,
+            rng_key=run_key,
+        )
+
+        def transition(state, _):
+            state = sample_kernel(state, model_args=model_args)
+            return state, jax.nn.sigmoid(state.z[0])
+
+        state, _ = jax.lax.scan(transition, state, None, length=settings.warmup)
+        return jax.lax.scan(transition, state, None, length=settings.samples)[1]
+
+    def fit(key, c):
+        return jax.vmap(lambda k: chain(k, c))(jax.random.split(key, settings.chains))
+
+    lanes = jax.tree.map(jnp.asarray, lanes)
+    return np.asarray(jax.jit(jax.vmap(fit))(keys, lanes))

@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from binmetric_sweep.kernels.chain_kernel import run_blocks
 from binmetric_sweep.kernels.nuts import _centres, _potential_fn_gen, initial_position
-from binmetric_sweep.kernels.stepwise import run_queue
-
+from binmetric_sweep.kernels.stepwise import make_sampler, run_queue
 from tests.kernels.helpers import full_model_lanes
 from tests.kernels.test_stepwise import gaussian
 
@@ -34,7 +34,10 @@ def test_the_kernel_runs_the_leapfrog_loops_chains_in_blocks():
     # coordinates and trees of at most 5 doublings: the interpreted program's compile
     # grows with both (12 s here, 40 s with three and 10; the model's three
     # coordinates are lowered for Triton below).
-    common = (gaussian, (tuple(scales.T),), 5, 5, 0.8, 5, 5, True)
+    common = (
+        (tuple(scales.T),),
+        make_sampler(gaussian, 2, 5, 5, 0.8, 5, 5, True, conditionals=True),
+    )
     loop = jax.jit(lambda k, z: run_queue(k, z, *common, n_valid=37))(keys, z)
     kernel = jax.jit(lambda k, z: run_blocks(k, z, *common, n_valid=37, block=16))(keys, z)
     for name, x, y in zip(loop._fields, loop, kernel, strict=True):
@@ -56,7 +59,8 @@ def test_the_kernel_lowers_to_triton_for_a_gpu(ridge):
 
     def kernel(keys, z, args):
         gen = lambda c, centres: _potential_fn_gen(c, ridge, centres)  # noqa: E731
-        return run_blocks(keys, z, gen, args, 500, 1000, n_valid=n - 4, interpret=False)
+        sampler = make_sampler(gen, 3, 500, 1000, conditionals=False)
+        return run_blocks(keys, z, args, sampler, n_valid=n - 4, interpret=False)
 
     # Triton's lowering computes a libdevice function of a weakly typed float64
     # operand in float32 (and says nothing where the result is then widened).

@@ -2,11 +2,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from binmetric_sweep.kernels.logdensity import grid_logdensity, logdensity, logdensity_centres
-from binmetric_sweep.kernels.ridge import ridge_centres, ridge_grid_logdensity, ridge_logdensity
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from binmetric_sweep.kernels.logdensity import grid_logdensity, logdensity, logdensity_centres
+from binmetric_sweep.kernels.ridge import ridge_centres, ridge_grid_logdensity, ridge_logdensity
 from tests.kernels.helpers import counts, random_counts
 
 

@@ -23,9 +23,9 @@ Monte Carlo SE of ε 0.00059 and 0.00058, largest distance to the published
 import jax
 import numpy as np
 import pytest
+
 from binmetric_sweep.kernels.nuts import NUTSSettings
 from binmetric_sweep.sweep.fits import fit_lanes, lane_keys
-
 from tests.kernels.helpers import published_counts, published_eps, published_table
 
 pytestmark = pytest.mark.slow

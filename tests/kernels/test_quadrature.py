@@ -2,6 +2,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import integrate, stats
+from scipy.special import betaln, gammaln, logsumexp
+
 from binmetric_sweep.kernels.quadrature import (
     QuadratureRule,
     _tangent_window,
@@ -11,9 +14,6 @@ from binmetric_sweep.kernels.quadrature import (
     paired_rule_is_exact,
     posterior_summary,
 )
-from scipy import integrate, stats
-from scipy.special import betaln, gammaln, logsumexp
-
 from tests.kernels.helpers import (
     COPIED_PUBLISHED_EPS,
     SHARED_PUBLISHED_EPS,

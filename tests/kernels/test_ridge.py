@@ -7,6 +7,7 @@ density's, in test_logdensity.py.
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from binmetric_sweep.kernels.logdensity import logdensity
 from binmetric_sweep.kernels.ridge import (
     prefers_ridge,
@@ -14,7 +15,6 @@ from binmetric_sweep.kernels.ridge import (
     ridge_logs,
     ridge_position,
 )
-
 from tests.kernels.helpers import counts, random_counts
 
 

@@ -10,9 +10,9 @@ coverage is close to its level.
 import jax
 import numpy as np
 import pytest
+
 from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
 from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
-
 from tests.kernels.helpers import design
 
 pytestmark = pytest.mark.slow

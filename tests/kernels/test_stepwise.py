@@ -9,7 +9,8 @@ different cost check that a lane does not depend on its batch.
 import jax
 import jax.numpy as jnp
 import numpy as np
-from binmetric_sweep.kernels.stepwise import DONE, run_lanes, run_queue
+
+from binmetric_sweep.kernels.stepwise import DONE, make_sampler, run_lanes, run_queue
 
 SCALES = jnp.array([1.0, 0.01, 100.0])
 
@@ -19,11 +20,15 @@ def gaussian(scale):
     return lambda z: 0.5 * sum((x / s) ** 2 for x, s in zip(z, scale, strict=True))
 
 
+def sampler(scales, warmup, samples, **kwargs):
+    """A CPU :class:`Sampler` of :func:`gaussian` in ``scales.shape[-1]`` coordinates."""
+    return make_sampler(gaussian, scales.shape[-1], warmup, samples, conditionals=True, **kwargs)
+
+
 def run(keys, scales, warmup=300, samples=2000, **kwargs):
     z = jnp.full((keys.shape[0], scales.shape[-1]), 0.5)
-    return jax.jit(lambda k, z, s: run_lanes(k, z, gaussian, (s,), warmup, samples, **kwargs))(
-        keys, z, scales
-    )
+    settings = sampler(scales, warmup, samples, **kwargs)
+    return jax.jit(lambda k, z, s: run_lanes(k, z, (s,), settings))(keys, z, scales)
 
 
 def test_gaussian_moments_and_adaptation():
@@ -61,53 +66,22 @@ def test_lane_does_not_depend_on_its_batch():
 
 def test_a_queue_runs_every_chain_as_alone_and_skips_the_padding():
     """Slots that take the next chain when theirs is done: each chain's numbers are
-    those it has with a slot of its own, whatever the slots and the refill period."""
+    those it has with a slot of its own, whatever the slots."""
     keys = jax.random.split(jax.random.key(3), 48)
     scales = jnp.exp(jax.random.uniform(jax.random.key(4), (48, 3), minval=-4.6, maxval=4.6))
     z = jnp.full((48, 3), 0.5)
     _, alone = run(keys, scales, warmup=60, samples=80, record_steps=True)
 
-    def queued(slots, n_valid, refill_every):
-        fn = lambda k, z, s, n: run_queue(  # noqa: E731
-            k,
-            z,
-            gaussian,
-            (s,),
-            60,
-            80,
-            record_steps=True,
-            slots=slots,
-            n_valid=n,
-            refill_every=refill_every,
-        )
+    settings = sampler(scales, 60, 80, record_steps=True)
+
+    def queued(slots, n_valid):
+        fn = lambda k, z, s, n: run_queue(k, z, (s,), settings, slots=slots, n_valid=n)  # noqa: E731
         return jax.jit(fn)(keys, z, scales, n_valid)
 
     # At least 16 slots: XLA on CPU computes a lane alike in batches of 16 to 128
     # lanes; in 8, one of these lanes came out differently.
-    for slots, n_valid, refill_every in ((32, 48, 1), (16, 37, 5)):
-        out = queued(slots, n_valid, refill_every)
+    for slots, n_valid in ((32, 48), (16, 37)):
+        out = queued(slots, n_valid)
         for name, x, y in zip(out._fields, out, alone, strict=True):
             np.testing.assert_array_equal(np.asarray(x)[:n_valid], np.asarray(y)[:n_valid], name)
             assert not np.asarray(x)[n_valid:].any(), name  # padding: never run
-
-
-def test_unrolled_steps_give_the_same_numbers():
-    """Several leapfrog steps per loop iteration (an accelerator's host round
-    trip shared between them): lanes that finish mid-iteration stay as they were."""
-    keys = jax.random.split(jax.random.key(5), 16)
-    scales = jnp.exp(jax.random.uniform(jax.random.key(6), (16, 3), minval=-4.6, maxval=4.6))
-    one_state, one = run(keys, scales, warmup=60, samples=80, leapfrogs_per_iteration=1)
-    three_state, three = run(keys, scales, warmup=60, samples=80, leapfrogs_per_iteration=3)
-    for name, x, y in zip(one._fields, one, three, strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), name)
-    for name, x, y in (
-        ("z", one_state.position.z, three_state.position.z),
-        (
-            "inverse mass",
-            one_state.adapt.inverse_mass_matrix,
-            three_state.adapt.inverse_mass_matrix,
-        ),
-    ):
-        np.testing.assert_array_equal(np.stack(x), np.stack(y), name)
-    # Lanes took different totals, so most finished inside an unrolled iteration.
-    assert len(np.unique(np.asarray(one.leapfrogs) % 3)) > 1

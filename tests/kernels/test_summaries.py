@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
-from binmetric_sweep.kernels.summaries import FitResults, epsilon, summarize_configurations
 from scipy import stats
+
+from binmetric_sweep.kernels.summaries import FitResults, epsilon, summarize_configurations
 
 
 def test_epsilon_is_the_published_formula():

@@ -5,10 +5,10 @@ from typing import NamedTuple
 import jax
 import numpy as np
 import pytest
+
 from binmetric_sweep.kernels.counts import draw_counts
 from binmetric_sweep.kernels.quadrature import hermite_t_allows, paired_rule_is_exact
 from binmetric_sweep.kernels.t_outer import TOuterRule, t_outer_summary
-
 from tests.kernels.helpers import counts, design, exact_summaries, full_model_lanes, per_lane
 
 

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from binmetric_sweep.kernels.threefry import fold_in, uniform_words
 
 

@@ -8,6 +8,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from bench_kernels import fits_differing, values_differ  # noqa: E402
+
 from binmetric_sweep.kernels.summaries import FitResults  # noqa: E402
 
 

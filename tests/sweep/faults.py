@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 import pandas as pd
+
 from binmetric_sweep import sweep
 
 from .helpers import sorted_surface

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import yaml
+
 from binmetric_sweep.sweep.cli import main
 
 from .helpers import REPO, tiny

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import yaml
+
 from binmetric_sweep.sweep.api import load_fits, load_surface
 from binmetric_sweep.sweep.compile_cache import (
     ENV_VAR,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from binmetric_sweep.sweep.config import load_sweep
+
+from binmetric_sweep.sweep.config import load_sweep, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
 
 from .helpers import CONFIGS, tiny
@@ -107,3 +108,23 @@ def test_yaml_text_and_missing_file():
         load_sweep("/no/such/sweep.yaml")
     with pytest.raises(SweepError, match="not valid YAML"):
         load_sweep("name: [\n  oops\n")
+
+
+def test_a_removed_sampler_key_is_refused_with_its_reason():
+    base = (CONFIGS / "quickstart.yaml").read_text()
+    for extra, field in (
+        ("sampler: {dense_mass: false}", "sampler.dense_mass: was removed in 0.33.0"),
+        ("sampler: {loop: transition}", "sampler.loop: 'transition' was removed in 0.33.0"),
+    ):
+        with pytest.raises(SweepError) as err:
+            load_sweep(base + extra + "\n")
+        message = str(err.value)
+        assert message.startswith(field) and "\n" not in message, message
+        assert "docs/performance.md" in message
+
+
+def test_digests_are_those_earlier_versions_wrote():
+    """A sweep's digest names its directory's shards: removing a sampler key must not
+    move it, or directories written before would no longer resume (0.32.0's digests)."""
+    assert spec_digest(load_sweep(CONFIGS / "quickstart.yaml")) == "f25571bd3ad8072f"
+    assert spec_digest(load_sweep(CONFIGS / "sampled-coverage.yaml")) == "6ad111c8c7a60f01"

@@ -17,13 +17,14 @@ import time
 import numpy as np
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from binmetric_sweep import sweep
 from binmetric_sweep.sweep.cli import main
 from binmetric_sweep.sweep.config import load_sweep
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.grid import expand_grid
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from .faults import check_against_reference, record, visible_files_are_whole
 from .helpers import REPO, tiny

@@ -9,6 +9,7 @@ from concurrent.futures import CancelledError
 import jax
 import numpy as np
 import pytest
+
 from binmetric_sweep.kernels.chain_kernel import TRITON_LOWERING, can_import
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.quadrature import model_kind, paired_rule_is_exact
@@ -37,7 +38,6 @@ from binmetric_sweep.sweep.fits import (
     plan_chunks,
     usable_cores,
 )
-
 from tests.kernels.helpers import counts
 
 
@@ -222,12 +222,11 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
     # ... where this JAX lowers Pallas to Triton, as the JAX of these tests does; a
     # later one may not (the lowering is deprecated), and "auto" is then the leapfrog loop.
     assert can_import(TRITON_LOWERING) and not can_import(TRITON_LOWERING + "_gone")
-    for loop in ("leapfrog", "transition", "kernel"):
+    for loop in ("leapfrog", "kernel"):
         assert resolve_loop(NUTSSettings(loop=loop), "gpu").loop == loop
         assert resolve_loop(NUTSSettings(loop=loop), "cpu").loop == loop
-        # A dense mass matrix is adapted by NumPyro's transition alone, whatever is asked.
-        dense = NUTSSettings(loop=loop, dense_mass=True)
-        assert resolve_loop(dense, "gpu").loop == resolve_loop(dense, "cpu").loop == "transition"
+    with pytest.raises(ValueError, match="loop must be one of auto, leapfrog, kernel"):
+        resolve_loop(NUTSSettings(loop="transition"), "cpu")
 
 
 def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhere():

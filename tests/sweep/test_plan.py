@@ -9,6 +9,7 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
+
 from binmetric_sweep import sweep
 from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.summaries import epsilon
@@ -24,7 +25,6 @@ from binmetric_sweep.sweep.plan import (
     simulate_tests,
     solve_relaxed,
 )
-
 from tests.kernels.helpers import published_table
 
 # Exact evaluations on CPU cost one compiled chunk of 64 lanes each; tests use that size.

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+
 from binmetric_sweep import sweep
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.plots import label, plot_surface

@@ -23,6 +23,7 @@ import shutil
 import jax
 import pandas as pd
 import pytest
+
 from binmetric_sweep import sweep
 
 from .helpers import tiny

@@ -17,6 +17,7 @@ import signal
 import threading
 
 import pytest
+
 from binmetric_sweep import sweep
 
 from . import faults

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 import yaml
+
 from binmetric_sweep import sweep
 
 from .helpers import REPO, sorted_surface, tiny

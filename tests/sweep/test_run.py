@@ -13,13 +13,13 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 import yaml
+
 from binmetric_sweep import sweep
 from binmetric_sweep.sweep.config import load_sweep
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.grid import expand_grid
 from binmetric_sweep.sweep.runners import ACCELERATOR_SHARDS_AHEAD, default_shards_ahead, run_local
 from binmetric_sweep.sweep.shards import _node_name, device_name, make_shards, run_shard
-
 from tests.kernels.helpers import published_table
 
 from .helpers import CONFIGS, sorted_surface, tiny

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+
 from binmetric_sweep import sweep
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 

@@ -3,6 +3,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.tables import (
     AXES,
