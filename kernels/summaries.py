@@ -1,7 +1,9 @@
 """Per-configuration summaries over replicates, and ε_γ.
 
 Inputs are ``(C, R)`` arrays: C configurations × R replicates of per-fit
-results. Everything is ``jax.numpy`` and works on NumPy inputs too.
+results. Everything is ``jax.numpy`` and works on NumPy inputs too, but for
+:func:`values_differ` and :func:`fits_differing`, which compare two runs' fits
+bit for bit on the host (NumPy).
 """
 
 from __future__ import annotations
@@ -10,11 +12,19 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtri
 
 Array = jax.Array
 
-__all__ = ["FitResults", "ConfigurationSummary", "epsilon", "summarize_configurations"]
+__all__ = [
+    "FitResults",
+    "ConfigurationSummary",
+    "epsilon",
+    "summarize_configurations",
+    "values_differ",
+    "fits_differing",
+]
 
 
 class FitResults(NamedTuple):
@@ -45,6 +55,30 @@ class FitResults(NamedTuple):
     tree_depth: Array
     steps: Array
     exact: Array
+
+
+def values_differ(x, y) -> np.ndarray:
+    """Where two arrays of one field differ at all (bool, their shape); NaN equals NaN.
+
+    Exact equality: a value one bit off differs.
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    same = x == y
+    if x.dtype.kind == "f":
+        same |= np.isnan(x) & np.isnan(y)
+    return ~same
+
+
+def fits_differing(a: FitResults, b: FitResults) -> int:
+    """How many fits' numbers differ in any field between two :class:`FitResults`.
+
+    NaN equals NaN (an exact fit's R-hat); any other difference, however
+    small, counts.
+    """
+    differ = np.zeros(np.shape(a.post_mean), bool)
+    for x, y in zip(a, b, strict=True):
+        differ |= values_differ(x, y)
+    return int(differ.sum())
 
 
 class ConfigurationSummary(NamedTuple):

@@ -36,10 +36,10 @@ from statistics import NormalDist
 import jax
 import numpy as np
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
-from result_record import provenance, write_record  # noqa: E402 - beside this script
 
 from binmetric_sweep.kernels.nuts import DrawSummary, summarize_draws
 from binmetric_sweep.sweep.fits import usable_cores
+from binmetric_sweep.sweep.records import provenance, write_record
 
 
 def synthetic_draws(fits: int, chains: int, samples: int, seed: int = 0) -> np.ndarray:

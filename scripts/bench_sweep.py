@@ -31,11 +31,11 @@ from pathlib import Path
 from statistics import median
 
 import pandas as pd
-from result_record import StageLog, provenance  # noqa: E402 - beside this script
 
 from binmetric_sweep import sweep
 from binmetric_sweep.sweep.config import load_sweep
 from binmetric_sweep.sweep.grid import expand_grid
+from binmetric_sweep.sweep.records import StageLog, provenance
 
 
 def run_once(

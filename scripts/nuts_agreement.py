@@ -31,11 +31,10 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers' lanes
 
-from result_record import provenance, write_record  # noqa: E402 - beside this script
-
 from binmetric_sweep.kernels.nuts import LOOPS, NUTSSettings, resolve_loop  # noqa: E402
 from binmetric_sweep.kernels.summaries import epsilon  # noqa: E402
 from binmetric_sweep.sweep.fits import fit_lanes, lane_keys  # noqa: E402
+from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
 from tests.kernels.helpers import agreement_lanes  # noqa: E402
 
 

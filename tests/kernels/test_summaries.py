@@ -2,7 +2,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from binmetric_sweep.kernels.summaries import FitResults, epsilon, summarize_configurations
+from binmetric_sweep.kernels.summaries import (
+    FitResults,
+    epsilon,
+    fits_differing,
+    summarize_configurations,
+    values_differ,
+)
 
 
 def test_epsilon_is_the_published_formula():
@@ -47,3 +53,24 @@ def test_nonfinite_fits_are_counted_not_averaged():
     s = summarize_configurations(np.array([0.6]), fits, np.array([0.05]), np.array([False]))
     assert int(np.asarray(s.nonfinite)[0]) == 1
     assert float(np.asarray(s.bias_mean)[0]) == pytest.approx(0.0)
+
+
+# How two runs' fits are told apart (the benchmarks compare workers, chunks, schedules).
+def _fits(**changed) -> FitResults:
+    fields = {name: np.zeros(3) for name in FitResults._fields}
+    fields["rhat"] = np.array([np.nan, 1.0, np.nan])  # exact fits have no R-hat
+    fields["exact"] = np.array([True, False, True])
+    return FitResults(**{**fields, **changed})
+
+
+def test_a_nan_equals_a_nan_and_nothing_else():
+    x = np.array([np.nan, 1.0, np.nan, 2.0])
+    y = np.array([np.nan, 1.0, 0.5, np.nextafter(2.0, 3.0)])  # one bit off
+    assert values_differ(x, y).tolist() == [False, False, True, True]
+    assert not values_differ(np.array([3, 4]), np.array([3, 4])).any()
+
+
+def test_fits_differ_where_any_field_differs_at_all():
+    assert fits_differing(_fits(), _fits()) == 0  # R-hat's NaNs alike
+    moved = _fits(post_sd=np.array([0.0, 0.0, 5e-17]), rhat=np.array([np.nan, np.nan, np.nan]))
+    assert fits_differing(_fits(), moved) == 2

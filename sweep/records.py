@@ -1,4 +1,9 @@
-"""What the scripts under scripts/ record beside their numbers, and where they write them."""
+"""What the benchmark scripts under scripts/ record beside their numbers, and where they write them.
+
+Each script imports it as ``binmetric_sweep.sweep.records``: its provenance
+(:func:`provenance`), the record written as JSON (:func:`write_record`), and a
+long run's record rewritten stage by stage (:class:`StageLog`).
+"""
 
 from __future__ import annotations
 
@@ -17,13 +22,13 @@ def provenance(script: str, argv: list[str]) -> dict:
     import jax
     import numpyro
 
-    from binmetric_sweep import sweep
+    from binmetric_sweep.sweep import __version__
     from binmetric_sweep.sweep.shards import device_name
 
     return {
         "device": device_name(),
         "host": platform.processor() or platform.machine(),
-        "binmetric_sweep": sweep.__version__,
+        "binmetric_sweep": __version__,
         "jax": jax.__version__,
         "numpyro": numpyro.__version__,
         "command": f"python scripts/{script} " + " ".join(argv),

@@ -1,14 +1,10 @@
-"""The record a benchmark script keeps as it runs (scripts/result_record.py)."""
+"""The record a benchmark script keeps as it runs (sweep/records.py)."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-
-from result_record import StageLog, provenance  # noqa: E402
+from binmetric_sweep.sweep.records import StageLog, provenance
 
 
 def test_a_stage_log_rewrites_the_record_as_each_stage_ends(tmp_path, capsys):
