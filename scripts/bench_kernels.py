@@ -26,14 +26,14 @@ Measures, on whatever device JAX has:
     ``--rule-chunks gauss_hermite=16384`` gives a rule's chunks their own
     size, ``--middle-rules on`` tries the rules between the Gauss–Hermite
     and the nested one on an accelerator too (``off``: not on CPU either)
-    (``fit_lanes(rule_chunks=..., middle_rules=...)``), and ``--gather-rules
+    (``Schedule.rule_chunks``, ``sweep.cascade.default_cascade``), and ``--gather-rules
     on`` makes each rule wait for all its lanes (``off``: pass after pass;
-    by default on an accelerator only: ``fit_lanes(gather_rules=...)``); every
+    by default on an accelerator only: ``Schedule.gather_rules``); every
     quadrature record also times the driver with the other of these two
     schedules, on the same programs and lanes, and says whether its fits
     had the same bits;
   * optionally (``--workers``), quadrature and NUTS throughput with each
-    given number of chunks in flight at once (``fit_lanes(workers=...)``;
+    given number of chunks in flight at once (``Schedule.workers``;
     the default, :func:`sweep.fits.default_workers`, is one per CPU core,
     and on an accelerator 2 for NUTS, 1 for quadrature), and for NUTS how
     many fits' numbers differ from the default's (none should);
@@ -98,28 +98,31 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
-from result_record import StageLog, provenance  # noqa: E402 - beside this script
 
 import binmetric_sweep.sweep.fits as fits_module  # noqa: E402
 from binmetric_sweep.kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
-from binmetric_sweep.kernels.gauss_hermite import AlphaTRule, LaplaceRule  # noqa: E402
 from binmetric_sweep.kernels.logdensity import logdensity  # noqa: E402
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
-from binmetric_sweep.kernels.quadrature import HermiteTRule, model_kind  # noqa: E402
-from binmetric_sweep.kernels.summaries import epsilon  # noqa: E402
-from binmetric_sweep.kernels.t_outer import TOuterRule  # noqa: E402
-from binmetric_sweep.sweep.fits import (  # noqa: E402
+from binmetric_sweep.kernels.quadrature import model_kind  # noqa: E402
+from binmetric_sweep.kernels.summaries import epsilon, fits_differing  # noqa: E402
+from binmetric_sweep.sweep.cascade import (  # noqa: E402
     FULL_MODEL_RULES,
+    default_cascade,
+    nested,
+)
+from binmetric_sweep.sweep.fits import (  # noqa: E402
+    Schedule,
     _nuts_fn,
     default_chunk_size,
     default_workers,
     difficulty,
-    fit_lanes,
+    fit_lanes_info,
     gathers_rules,
     lane_keys,
     nuts_chunk_size,
     plan_chunks,
 )
+from binmetric_sweep.sweep.records import StageLog, provenance  # noqa: E402
 
 
 def sample_designs(n: int, seed: int) -> Design:
@@ -179,12 +182,20 @@ QUADRATURE_REPEATS = 3
 #: 1.6 times apart between runs of the script (2026-11-26; with 2 s of runs,
 #: 1.25 times, as fast as the machine itself drifts).
 QUADRATURE_SECONDS = 2.0
-#: ``fit_lanes``' ``rule_chunks`` and ``middle_rules`` for every quadrature run
-#: (``--rule-chunks``, ``--middle-rules``).
-QUADRATURE_PLAN: dict = {}
-#: ``fit_lanes``' ``gather_rules`` for every quadrature run (``--gather-rules``;
+#: ``Schedule.rule_chunks`` for every quadrature run (``--rule-chunks``).
+RULE_CHUNKS: dict | None = None
+#: Whether every quadrature run's cascade has the middle rules
+#: (``--middle-rules``; None: :func:`sweep.cascade.default_cascade`'s choice).
+MIDDLE_RULES: bool | None = None
+#: ``Schedule.gather_rules`` for every quadrature run (``--gather-rules``;
 #: None: its default).
 GATHER_RULES: bool | None = None
+
+
+def cascade_without(*names: str) -> tuple:
+    """The quadrature runs' cascade (:data:`MIDDLE_RULES`) less the rules ``names``."""
+    base = default_cascade(jax.default_backend(), MIDDLE_RULES)
+    return tuple(rule for rule in base if rule.name not in names)
 
 
 def timed_fits(
@@ -194,23 +205,19 @@ def timed_fits(
     chunk: int | None,
     settings=NUTSSettings(),
     workers=None,
-    laplace=LaplaceRule(),
-    hermite_t=HermiteTRule(),
-    alpha_t=AlphaTRule(),
-    t_outer=TOuterRule(),
-    rules=None,
+    cascade=None,
     runs=None,
-    chunk_times=None,
+    info=None,
     gather_rules: bool | None = None,
 ):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
     Each chunk's program (and those of the rules its rejected lanes fall back
     to) is compiled ahead (into the persistent compilation cache that
-    :func:`main` sets up), so the time is the fits', not XLA's. ``chunk``,
-    ``workers``, ``laplace``, ``hermite_t``, ``alpha_t`` and ``t_outer`` as in ``fit_lanes``
-    (None: its defaults, or for the rules: not at all). ``rules`` as there,
-    and ``gather_rules`` (None: :data:`GATHER_RULES`).
+    :func:`main` sets up), so the time is the fits', not XLA's. ``chunk`` and
+    ``workers`` as in ``Schedule``, ``cascade`` as in ``fit_lanes`` (None:
+    :func:`cascade_without` of nothing), and ``gather_rules`` (None:
+    :data:`GATHER_RULES`).
     With :data:`WARM_UP` set (``--warm-up``), the fits also run once untimed
     first: on an accelerator the first run of a program also loads it onto
     the device (seen on an H100: 10^3 quadrature lanes at 9.8k/s on a
@@ -220,17 +227,19 @@ def timed_fits(
     :data:`QUADRATURE_SECONDS` in all, each timed into it, and the time
     returned is the median (a run of 4096 lanes, under half a second on the
     development CPU, came out up to 15 % apart from one run to the next).
-    With ``chunk_times`` (a list), it receives the last timed run's
-    :class:`sweep.fits.ChunkTime` of each call.
+    With ``info`` (a list), it receives the last timed run's
+    :class:`sweep.fits.FitInfo`.
     """
-    plan = {
-        "chunk_size": chunk,
-        "laplace": laplace,
-        "hermite_t": hermite_t,
-        "alpha_t": alpha_t,
-        "t_outer": t_outer,
-        **(QUADRATURE_PLAN if method == "quadrature" else {}),
-    }
+    gather_rules = GATHER_RULES if gather_rules is None else gather_rules
+    quadrature = method == "quadrature"
+    schedule = Schedule(
+        chunk_size=chunk,
+        workers=workers,
+        rule_chunks=RULE_CHUNKS if quadrature else None,
+        gather_rules=gather_rules if quadrature else None,
+    )
+    cascade = cascade_without() if cascade is None else cascade
+    plan = {"nuts": settings, "cascade": cascade, "schedule": schedule}
     label = f"{method}, {len(np.asarray(counts.n_m))} lanes"
     if method == "nuts":
         label += f", {settings.loop} loop"
@@ -239,10 +248,9 @@ def timed_fits(
             label += f" (blocks of {settings.kernel_block}, {warps} warp{'s' * (warps > 1)})"
     label += f", chunks of {chunk}" if chunk else ""
     label += f", {workers} worker{'s' if workers > 1 else ''}" if workers else ""
-    gather_rules = GATHER_RULES if gather_rules is None else gather_rules
-    if gather_rules is not None and method == "quadrature":
+    if gather_rules is not None and quadrature:
         label += ", rules gathered" if gather_rules else ", rules in passes"
-    chunks = plan_chunks(counts, method, nuts=settings, **plan)
+    chunks = plan_chunks(counts, method, **plan)
     with stage(f"{label}: {len(chunks)} chunks' programs compiled"):
         compiled = set()
         for c in chunks:
@@ -265,32 +273,13 @@ def timed_fits(
                     fn.lower(keys[padded], lanes, n_valid).compile()
     if WARM_UP:
         with stage(f"{label}: warm-up run"):
-            fit_lanes(
-                counts,
-                keys,
-                method,
-                nuts=settings,
-                workers=workers,
-                gather_rules=gather_rules,
-                **plan,
-            )
+            fit_lanes_info(counts, keys, method, **plan)
 
     def fits():
-        if chunk_times is not None:
-            chunk_times.clear()
-        return timed(
-            lambda: fit_lanes(
-                counts,
-                keys,
-                method,
-                nuts=settings,
-                workers=workers,
-                rules=rules,
-                chunk_times=chunk_times,
-                gather_rules=gather_rules,
-                **plan,
-            )
-        )
+        (out, last), seconds = timed(lambda: fit_lanes_info(counts, keys, method, **plan))
+        if info is not None:
+            info[:] = [last]
+        return out, seconds
 
     if runs is None:
         out, seconds = fits()
@@ -315,31 +304,24 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     only one, the nested rule alone (on the development CPU about 300
     posteriors/s: 17 minutes for three runs of 10^5 lanes) and the largest
     differences between its numbers and the driver's. Always the driver with
-    the other schedule of its rules (``fit_lanes``' ``gather_rules``) too,
+    the other schedule of its rules (``Schedule.gather_rules``) too,
     and whether its fits had the same bits (they should).
     """
     n = len(np.asarray(counts.n_m))
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
-    rules = np.full(n, "", dtype=object)
     names = ("without_t_outer", "without_alpha_t", "without_hermite_t", "t_outer_only", "nested")
     runs = {name: [] for name in ("driver", "other_schedule", *(names if variants else ()))}
-    driver, driver_s = timed_fits(
-        counts, keys, "quadrature", None, rules=rules, runs=runs["driver"]
-    )
+    info = []
+    driver, driver_s = timed_fits(counts, keys, "quadrature", None, runs=runs["driver"], info=info)
+    rules = info[0].rules
     gathered = gathers_rules() if GATHER_RULES is None else GATHER_RULES
     other, other_s = timed_fits(
         counts, keys, "quadrature", None, runs=runs["other_schedule"], gather_rules=not gathered
     )
-    chunk_times = []
     with stage(f"quadrature, {n} lanes, 1 worker: each call timed"):
-        fit_lanes(
-            counts,
-            keys,
-            "quadrature",
-            workers=1,
-            chunk_times=chunk_times,
-            gather_rules=gathered,
-            **QUADRATURE_PLAN,
+        schedule = Schedule(workers=1, rule_chunks=RULE_CHUNKS, gather_rules=gathered)
+        _, one_worker = fit_lanes_info(
+            counts, keys, "quadrature", cascade=cascade_without(), schedule=schedule
         )
     digest = fits_digest(driver)
     out = {
@@ -349,13 +331,13 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
         "quadrature_s": driver_s,
         # Each variant's timed runs, in order; the rates are from their medians.
         "quadrature_runs_s": runs,
-        "rule_costs_one_worker": rule_costs(chunk_times),
+        "rule_costs_one_worker": rule_costs(one_worker.calls),
         # A fingerprint of the driver's fits, to compare plans run in other
         # processes (another --rule-chunks, XLA_FLAGS or device): the same
         # digest means every field of every fit has the same bits.
         "quadrature_post_mean_sum": float(np.sum(np.asarray(driver.post_mean))),
         "quadrature_digest": digest,
-        # Whether each rule waited for all its lanes (fit_lanes' gather_rules),
+        # Whether each rule waited for all its lanes (Schedule.gather_rules),
         # and the driver with the other schedule: the same programs and lanes.
         "quadrature_gather_rules": gathered,
         "quadrature_other_schedule": {
@@ -367,26 +349,20 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     }
     if not variants:
         return out
-    _, no_t_outer_s = timed_fits(
-        counts, keys, "quadrature", None, t_outer=None, runs=runs["without_t_outer"]
-    )
-    _, three_rules_s = timed_fits(
-        counts, keys, "quadrature", None, alpha_t=None, runs=runs["without_alpha_t"]
-    )
-    no_middle = {"hermite_t": None, "alpha_t": None, "t_outer": None}
-    _, two_rules_s = timed_fits(
-        counts, keys, "quadrature", None, **no_middle, runs=runs["without_hermite_t"]
-    )
+
+    def variant(name: str, cascade):
+        return timed_fits(counts, keys, "quadrature", None, cascade=cascade, runs=runs[name])
+
+    _, no_t_outer_s = variant("without_t_outer", cascade_without("t_outer"))
+    _, three_rules_s = variant("without_alpha_t", cascade_without("hermite_alpha_t"))
+    middle = ("hermite_alpha_t", "t_outer", "hermite_t")
+    _, two_rules_s = variant("without_hermite_t", cascade_without(*middle))
     # The cheapest middle rule a lane (on an H100 in 0.23.0, 0.0022 ms against the
     # nested rule's 0.0092) alone: a plan that only moves lanes off the nested rule.
-    _, t_outer_only_s = timed_fits(
-        counts, keys, "quadrature", None, hermite_t=None, alpha_t=None, runs=runs["t_outer_only"]
-    )
-    nested, nested_s = timed_fits(
-        counts, keys, "quadrature", None, laplace=None, **no_middle, runs=runs["nested"]
-    )
+    _, t_outer_only_s = variant("t_outer_only", cascade_without("hermite_alpha_t", "hermite_t"))
+    only_nested, nested_s = variant("nested", (nested(),))
     gap = {
-        name: float(np.max(np.abs(getattr(driver, name) - getattr(nested, name))))
+        name: float(np.max(np.abs(getattr(driver, name) - getattr(only_nested, name))))
         for name in ("post_mean", "post_sd", "ci_low", "ci_high")
     }
     return {
@@ -473,9 +449,7 @@ def throughput(
         return {**measured, **({"by_workers": by_workers} if by_workers else {})}
     calls = {loop: [] for loop in loops}
     fitted = {
-        loop: timed_fits(
-            counts, keys, "nuts", None, settings._replace(loop=loop), chunk_times=calls[loop]
-        )
+        loop: timed_fits(counts, keys, "nuts", None, settings._replace(loop=loop), info=calls[loop])
         for loop in loops
     }
     seconds = {loop: s for loop, (_, s) in fitted.items()}
@@ -523,9 +497,10 @@ def throughput(
         out[f"{names[loop]}_post_mean_sum"] = float(np.sum(np.asarray(fitted[loop][0].post_mean)))
         # Its calls, and the host's summaries within them: with one worker (an
         # accelerator's default before 0.29.0) the device waits through them.
-        out[f"{names[loop]}_calls"] = len(calls[loop])
-        out[f"{names[loop]}_calls_s"] = sum(t.seconds for t in calls[loop])
-        out[f"{names[loop]}_host_summaries_s"] = sum(t.host_seconds for t in calls[loop])
+        loop_calls = calls[loop][0].calls
+        out[f"{names[loop]}_calls"] = len(loop_calls)
+        out[f"{names[loop]}_calls_s"] = sum(t.seconds for t in loop_calls)
+        out[f"{names[loop]}_host_summaries_s"] = sum(t.host_seconds for t in loop_calls)
     if {"leapfrog", "kernel"} <= seconds.keys():
         out["kernel_over_leapfrog_loop"] = seconds["leapfrog"] / seconds["kernel"]
     return {
@@ -546,23 +521,6 @@ def fits_digest(fits) -> str:
     for field in fits:
         digest.update(np.ascontiguousarray(np.asarray(field)).tobytes())
     return digest.hexdigest()
-
-
-def values_differ(x, y) -> np.ndarray:
-    """Where two arrays of one field differ at all, a NaN equal to a NaN (bool, their shape)."""
-    x, y = np.asarray(x), np.asarray(y)
-    same = x == y
-    if x.dtype.kind == "f":
-        same |= np.isnan(x) & np.isnan(y)
-    return ~same
-
-
-def fits_differing(a, b) -> int:
-    """Fits whose numbers differ in any field between two :class:`FitResults` (NaN equals NaN)."""
-    differ = np.zeros(np.shape(a.post_mean), bool)
-    for x, y in zip(a, b, strict=True):
-        differ |= values_differ(x, y)
-    return int(differ.sum())
 
 
 def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
@@ -647,7 +605,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
     counts = jax.tree.map(np.asarray, jax.vmap(expected_counts)(design))
     words = np.stack([np.arange(n), np.zeros(n)], 1).astype(np.uint32)
     keys = lane_keys(seed, words, np.zeros(n))
-    exact = fit_lanes(counts, keys, "quadrature")
+    exact, _ = fit_lanes_info(counts, keys, "quadrature")
     eps_exact = np.asarray(epsilon(exact.post_sd, 0.05))
     samples = batched_samples(float(np.max(exact.post_sd)), settings)
     conventional_eps, start = [], time.perf_counter()
@@ -705,7 +663,8 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
 
 
 def main(argv=None) -> None:
-    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_SECONDS, QUADRATURE_PLAN, GATHER_RULES, LOG
+    global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_SECONDS, RULE_CHUNKS, MIDDLE_RULES
+    global GATHER_RULES, LOG
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
@@ -825,10 +784,8 @@ def main(argv=None) -> None:
                 f"{', '.join(FULL_MODEL_RULES)} and LANES a positive integer"
             )
         rule_chunks[rule] = int(lanes_text)
-    QUADRATURE_PLAN = {
-        "rule_chunks": rule_chunks or None,
-        "middle_rules": None if args.middle_rules is None else args.middle_rules == "on",
-    }
+    RULE_CHUNKS = rule_chunks or None
+    MIDDLE_RULES = None if args.middle_rules is None else args.middle_rules == "on"
     GATHER_RULES = None if args.gather_rules is None else args.gather_rules == "on"
     settings = resolve_loop(NUTSSettings())  # the loop "auto" runs here
     stem = f"kernels-{jax.devices()[0].platform}"

@@ -40,11 +40,11 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers' lanes
 
-from result_record import provenance, write_record  # noqa: E402 - beside this script
-
 from binmetric_sweep.kernels.counts import Counts  # noqa: E402
 from binmetric_sweep.kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
-from binmetric_sweep.sweep.fits import FULL_MODEL_RULES, fit_lanes  # noqa: E402
+from binmetric_sweep.sweep.cascade import FULL_MODEL_RULES  # noqa: E402
+from binmetric_sweep.sweep.fits import fit_lanes_info  # noqa: E402
+from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
 from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
@@ -58,9 +58,8 @@ def summaries(counts: Counts, rule: QuadratureRule, level: float = 0.95) -> np.n
 
 
 def driver_summaries(counts: Counts, level: float = 0.95) -> tuple[np.ndarray, dict]:
-    """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes`; each rule's share."""
-    rules = np.full(len(np.asarray(counts.n_m)), "", dtype=object)
-    fits = fit_lanes(counts, None, "quadrature", level=level, rules=rules)
+    """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes_info`; each rule's share."""
+    fits, (rules, _) = fit_lanes_info(counts, None, "quadrature", level=level)
     out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)
     return out, {rule: float(np.mean(rules == rule)) for rule in FULL_MODEL_RULES}
 

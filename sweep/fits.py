@@ -3,24 +3,22 @@
 Lanes are grouped by model kind (α-marginal a Beta, ρ and η known, or the
 full model) and, on the full model, by coordinates (logits or ridge),
 ordered by an estimate of how hard the posterior is for NUTS so that lanes
-running in lock-step need similar tree depths, split into chunks of one
+running in lock-step need similar tree depths, and split into chunks of one
 fixed size (the last one padded) so each group compiles once (NUTS on CPU: a
 queue of chains that 32 or 128 slots work through, by the group's size; NUTS
-never runs the padding), and run through ``jax.jit(jax.vmap(...))`` of the kernels (the
-nested quadrature rule on CPU in small vmapped groups, one after another),
-on CPU one chunk per core at a time. Each such program runs as its
-:mod:`jax.export` export (:class:`sweep.compile_cache.ExportedProgram`),
-which a later process loads instead of tracing the kernels again. Quadrature
-of the full model tries up to four rules in turn, each checking itself and
-passing on the lanes whose posterior it cannot vouch for: the adaptive
-Gauss–Hermite rule on every lane whose counts let it accept the lane at all,
-a middle rule (Gauss–Hermite in (α, t), or t outermost where the s rule is
-exact), the nested rule with a Gauss–Hermite t axis, then the nested rule;
-pass after pass on CPU, and on an accelerator rule after rule, each rule
-taking all its lanes at once (:func:`_next_calls`). Results
-come back in the input order, and a lane's result does not depend on which
-lanes share its chunk, nor on how many chunks run at once: its randomness
-comes from its own key only.
+never runs the padding). Each chunk is one ``jax.jit(jax.vmap(...))`` call of
+the kernels, run as its :mod:`jax.export` export
+(:class:`sweep.compile_cache.ExportedProgram`), which a later process loads
+instead of tracing the kernels again; on CPU one chunk per core at a time.
+
+Quadrature of the full model tries the rules of a cascade in turn
+(:mod:`sweep.cascade`), each checking itself and passing on the lanes whose
+posterior it cannot vouch for. Where the lanes go and when is the
+:class:`Schedule`'s: chunk sizes and workers, and whether each rule waits to
+take all its lanes at once (on an accelerator, :func:`_next_calls`) or the
+rules run pass after pass (on CPU). Results come back in the input order, and
+a lane's result does not depend on which lanes share its chunk, nor on how
+many chunks run at once: its randomness comes from its own key only.
 """
 
 from __future__ import annotations
@@ -45,13 +43,7 @@ from binmetric_sweep.kernels.counts import (
     expected_counts,
     replicate_key,
 )
-from binmetric_sweep.kernels.gauss_hermite import (
-    AlphaTRule,
-    LaplaceRule,
-    alpha_t_summary,
-    counts_allow,
-    laplace_summary,
-)
+from binmetric_sweep.kernels.gauss_hermite import LaplaceRule, counts_allow
 from binmetric_sweep.kernels.logdensity import position_size
 from binmetric_sweep.kernels.nuts import (
     NUTSSettings,
@@ -62,17 +54,19 @@ from binmetric_sweep.kernels.nuts import (
 )
 from binmetric_sweep.kernels.quadrature import (
     MODEL_KINDS,
-    HermiteTRule,
     QuadratureRule,
-    hermite_t_allows,
-    hermite_t_summary,
     model_kind,
     paired_rule_is_exact,
-    posterior_summary,
 )
 from binmetric_sweep.kernels.ridge import prefers_ridge
 from binmetric_sweep.kernels.summaries import FitResults
-from binmetric_sweep.kernels.t_outer import TOuterRule, t_outer_summary
+from binmetric_sweep.sweep.cascade import (
+    CascadeRule,
+    LaneGroup,
+    default_cascade,
+    exact_program,
+    laplace_settings,
+)
 from binmetric_sweep.sweep.compile_cache import ExportedProgram
 
 Method = Literal["nuts", "quadrature"]
@@ -87,13 +81,10 @@ __all__ = [
     "ACCELERATOR_QUADRATURE_CHUNK",
     "ACCELERATOR_RULE_CHUNKS",
     "CPU_QUADRATURE_CHUNK",
-    "CPU_NESTED_GROUP",
-    "CPU_EXACT_PAIRED_GROUP",
-    "CPU_HERMITE_T_GROUP",
-    "CPU_ALPHA_T_GROUP",
-    "QUADRATURE_RULES",
-    "FULL_MODEL_RULES",
+    "FitInfo",
+    "Schedule",
     "fit_lanes",
+    "fit_lanes_info",
     "lane_counts",
     "lane_keys",
     "nuts_chunk_size",
@@ -115,22 +106,15 @@ __all__ = [
 MIN_BATCH = 64
 #: On CPU a NUTS call advances this many chains at once (its slots; fits ×
 #: chains per fit), each slot taking the queue's next chain when its own is
-#: done (:func:`kernels.stepwise.run_queue`). Before queues, chunks of 32
-#: fits of 4 chains ran 1.2-1.4x as fast as chunks of 64, and as fast as
-#: chunks of 16 or faster (benchmarks/results/kernels-cpu-20261124-224744.json,
-#: version 0.7.0). XLA on CPU computes a lane bit for bit alike in batches
-#: of 16 to 128 chains (since 0.21.0; of 8 before), not of 4, 256 or 512, so
-#: a lane's draws are the same on these slots and on :data:`CPU_FEW_NUTS_SLOTS`.
+#: done (:func:`kernels.stepwise.run_queue`). XLA on CPU computes a lane bit
+#: for bit alike in batches of 16 to 128 chains, not of 4, 256 or 512, so a
+#: lane's draws are the same on these slots and on :data:`CPU_FEW_NUTS_SLOTS`.
 CPU_NUTS_SLOTS = 128
 #: On CPU the slots of a group's NUTS calls where none holds more than
 #: :data:`CPU_FEW_SLOTS_CALL_CHAINS` chains (:func:`nuts_slots`). A step costs
-#: about 15 µs plus 1.5 µs a slot, chain or none, so a call with few chains,
-#: and the end of every call, pays for idle slots: on the benchmark's lanes,
-#: one worker, best of two, groups of 16, 32, 64 and 128 fits took 1.53, 2.32,
-#: 4.17 and 8.61 s on 32 slots against 2.93, 2.91, 4.77 and 7.52 on 128, the
-#: same draws (the larger group's calls: about 350 chains; ad hoc,
-#: 2026-11-26). 64 slots did no better than 32 on 100 fits, and worse on full
-#: queues (docs/performance-history.md, 2026-11-26 afternoon).
+#: a fixed part plus a part per slot, chain or none, so a call with few
+#: chains, and the end of every call, pays for idle slots; 32 beat 128 and 64
+#: on small groups (docs/performance.md), with the same draws.
 CPU_FEW_NUTS_SLOTS = 32
 #: The most chains a CPU NUTS call of a group may hold for the group to run on
 #: :data:`CPU_FEW_NUTS_SLOTS` slots.
@@ -140,96 +124,27 @@ CPU_FEW_SLOTS_CALL_CHAINS = 256
 ACCELERATOR_NUTS_SLOTS: int | None = None
 #: Elsewhere (an accelerator) NUTS calls in flight at once by default
 #: (:func:`default_workers`). With one, the device waits while the host
-#: summarises each call's draws: on an H100, 10^5 of the benchmark's fits in
-#: calls of 4096 took 26.8-27.7 s with one worker, of which the summaries
-#: were 11.7-12.5 s, against 16.2-16.7 s with two (5,991-6,177 fits/s
-#: against 3,617-3,737; three and four workers, once each: 6,488 and
-#: 6,628). Three runs, each with its own one-worker baseline, on one warm
-#: machine (benchmarks/results/kernels-gpu-20261127-145126.json, -150132,
-#: -150256). A fit's draws do not depend on it: the calls are the same
-#: programs on the same lanes, only overlapping in time (the tests check
-#: this on CPU; ``bench_kernels.py --workers`` records it on a device).
+#: summarises each call's draws; two ran 10^5 fits on an H100 1.6 times as
+#: fast as one (docs/performance.md). A fit's draws do not depend on it: the
+#: calls are the same programs on the same lanes, only overlapping in time
+#: (the tests check this on CPU; ``bench_kernels.py --workers`` on a device).
 ACCELERATOR_NUTS_WORKERS = 2
 #: On CPU a NUTS call takes up to this many chains (a power of two of fits):
 #: the queue its slots work through (:func:`default_chunk_size`).
 CPU_NUTS_QUEUE = 512
 #: On CPU a quadrature chunk holds this many lanes.
 CPU_QUADRATURE_CHUNK = 64
-#: Elsewhere (an accelerator) every quadrature chunk holds this many lanes.
-#: On an H100, 10^4 of the benchmark's lanes ran at 50,000 posteriors/s in
-#: chunks of 1024, 38,000 of 8192 and 46,000 of 32,768; chunks of 32,768 at
-#: 10^5 lanes asked for 68 GiB (kernels-gpu-20261125-094716.json).
+#: Elsewhere (an accelerator) every quadrature chunk holds this many lanes:
+#: larger chunks ran no faster on an H100 and at 32,768 lanes outgrew its
+#: memory (docs/performance.md).
 ACCELERATOR_QUADRATURE_CHUNK = 1024
 #: Elsewhere (an accelerator) the rules whose chunks hold more lanes than
-#: :data:`ACCELERATOR_QUADRATURE_CHUNK`. On an H100 a Gauss–Hermite call cost
-#: about the same whatever its lanes: 6.5 ms a call of 1024 lanes, 5.3 ms of
-#: 16,384. On 10^5 of the benchmark's lanes the driver ran at 389,010
-#: posteriors/s with its chunks of 16,384 against 131,057 with 1024 (the
-#: same warm machine, medians of three and eight runs;
-#: benchmarks/results/kernels-gpu-20261127-031144.json, -031014.json's
-#: ``without_hermite_t``). Each chunk is padded to its size, however few lanes
-#: its group has, and a lane it rejects goes on in the nested rule's chunks.
+#: :data:`ACCELERATOR_QUADRATURE_CHUNK`: a Gauss–Hermite call costs about the
+#: same whatever its lanes there, so chunks of 16,384 ran the driver three
+#: times as fast as chunks of 1024 (docs/performance.md). Each chunk is padded
+#: to its size, however few lanes its group has, and a lane it rejects goes on
+#: in the next rule's chunks.
 ACCELERATOR_RULE_CHUNKS: Mapping[str, int] = MappingProxyType({"gauss_hermite": 16384})
-#: On CPU the nested rule runs a chunk's lanes this many at a time
-#: (:func:`_in_groups`: a loop over groups, each vmapped) rather than all at once: a
-#: lane's α × t × s nodes are ~200,000, and 64 lanes' worth of each
-#: intermediate (100 MB) falls far out of cache. On 512 of the benchmark's
-#: lanes the two-pass driver ran at 280 posteriors/s with groups of 4, 270 of
-#: 8 and 198 with the whole chunk vmapped (measured ad hoc, two runs each;
-#: the committed runs are in docs/performance-history.md). The Gauss–Hermite rule, with 100
-#: times fewer nodes, is fastest vmapped whole. A lane's numbers came out bit
-#: for bit alike in chunks of 8, 32 and 128 lanes (96 lanes, ad hoc).
-CPU_NESTED_GROUP = 4
-#: The same for lanes whose s rule is exact (``exact_paired``: 8 nodes where
-#: others evaluate ~40 per t node). When the nested rule took them all, 413
-#: posteriors/s in groups of 16 against 325 in groups of 4 (128 benchmark
-#: lanes, best of three; ad hoc). Since the t-outer rule takes almost all of
-#: them first, the nested rule gets a few lanes at a time (13 of the
-#: benchmark's 4096), and a group of 16 computes 16: the driver took
-#: 0.463–0.494 s on 4096 lanes with groups of 4 against 0.483–0.571 with 16,
-#: 0.142–0.170 against 0.155–0.277 on 1024 (four runs each, interleaved, the
-#: numbers bit for bit alike; ad hoc).
-CPU_EXACT_PAIRED_GROUP = 4
-#: The same for :func:`kernels.quadrature.hermite_t_summary` (two nested
-#: rules with 8 and 6 t-nodes where the nested rule has up to 72): on 64 of
-#: the benchmark's lanes with 100 paired ratings, 3.1 ms a lane in groups of
-#: 16 and of 64, 3.5 in groups of 4; with 10 (s exact), 0.7 in groups of 16
-#: and 64, 0.9 of 4 (ad hoc, best of three). Since 0.16.0 groups of 8: this
-#: rule gets the lanes the rules before it rejected, a few a chunk, and a
-#: group of 16 computes 16. One worker, best of three, the rule's calls took
-#: 43 ms on 1024 of the benchmark's lanes in groups of 8 against 53 in
-#: groups of 16 (chunks of 18, 6 and 4 lanes), 100 against 102 ms on 4096
-#: (a full chunk of 64 lanes: 70 against 66 ms); the driver with two
-#: workers, medians of seven interleaved runs, 8,388 against 7,220
-#: posteriors/s on 1024 lanes and 9,538 against 9,462 on 4096; the numbers
-#: bit for bit alike (ad hoc, 2026-11-26).
-CPU_HERMITE_T_GROUP = 8
-#: The same for :func:`kernels.gauss_hermite.alpha_t_summary`. Vmapped whole,
-#: a chunk cost its padding too: on 1024 of the benchmark's lanes (about 60
-#: of them for this rule, in chunks of 64) the driver ran at 0.76 times the
-#: speed it had without the rule, at 4096 lanes 1.17 times (ad hoc, one run);
-#: in groups of 16, 1.02 and 1.13 times (kernels-cpu-20261125-181944.json).
-#: Since 0.23.0 groups of 4: on small batches its chunks hold a few lanes
-#: (3 of the benchmark's 100 lanes, in one chunk), and a group of 16 computes
-#: 16. The driver with two workers, medians of interleaved runs in one
-#: process: 6,552 against 5,728 posteriors/s on 100 lanes (40 runs each),
-#: 7,107 against 6,830 on 1000 (15), 9,806 against 9,756 on 4096 (7) and
-#: 9,940 against 10,045 on 16,384 (4); every lane's numbers bit for bit alike
-#: (ad hoc, 2026-11-26).
-CPU_ALPHA_T_GROUP = 4
-#: The same for :func:`kernels.t_outer.t_outer_summary` (the lanes' fits do
-#: not depend on it).
-CPU_T_OUTER_GROUP = 16
-#: Names of the rules a quadrature lane's numbers can come from, in the order
-#: :func:`fit_lanes` tries them: the Beta itself (N_M = 0), the exact
-#: one-dimensional rule (ρ, η known), and for the full model the adaptive
-#: Gauss–Hermite rule, Gauss–Hermite in (α, t) with the s rule at each node
-#: (:func:`kernels.gauss_hermite.alpha_t_summary`) or, where s is exact,
-#: Gauss–Hermite in t outermost (:func:`kernels.t_outer.t_outer_summary`),
-#: the nested rule with a Gauss–Hermite t axis
-#: (:func:`kernels.quadrature.hermite_t_summary`), and the nested rule.
-FULL_MODEL_RULES = ("gauss_hermite", "hermite_alpha_t", "t_outer", "hermite_t", "nested")
-QUADRATURE_RULES = ("beta", "known", *FULL_MODEL_RULES)
 
 
 def difficulty(counts: Counts) -> np.ndarray:
@@ -263,8 +178,7 @@ def default_chunk_size(method: Method, chains: int = 4, backend: str | None = No
     quadrature moments moved by up to 8e-16 between chunks of 64, 256 and
     1024 lanes); for NUTS what the memory budget allows, shrunk to the
     group's own power of two (on an H100 every lane's draws were the same in
-    chunks of 32 and 128 fits, and of 128 and 512, on 128 and 1024 of the
-    benchmark's lanes; ad hoc, 2026-11-25).
+    chunks of 32 to 512 fits).
     """
     if (backend or jax.default_backend()) != "cpu":
         return None
@@ -282,13 +196,10 @@ def nuts_slots(backend: str | None = None, call_chains: int | None = None) -> in
     where it is None); a lane's draws are the same on either, and a call
     holds at least its slots' worth of chains (:func:`_nuts_call_fits`).
     Elsewhere :data:`ACCELERATOR_NUTS_SLOTS` (None: all of the call's
-    chains at once). On an H100, 16,384 fits ran at 577 fits/s in the
-    default calls of 4096 fits, and in calls of 16,384 at 670 with all
-    chains at once and at 665 and 718 as queues on 16,384 and 32,768 slots
-    (benchmarks/results/kernels-gpu-20261126-061902.json). Those larger
-    calls changed some fits' numbers (posterior means up to 0.012 apart),
-    where calls of 4096 and 1024 fits gave the same bits, so none is the
-    default.
+    chains at once). On an H100 queues and calls larger than 4096 fits ran
+    up to 1.25 times as fast but changed some fits' numbers, where calls of
+    4096 and 1024 fits gave the same bits (docs/performance.md), so none is
+    the default.
     """
     if (backend or jax.default_backend()) != "cpu":
         return ACCELERATOR_NUTS_SLOTS
@@ -368,108 +279,6 @@ def nuts_chunk_size(settings: NUTSSettings, memory_budget_bytes: float) -> int:
     if settings.record_steps:
         per_fit += settings.chains * settings.samples * 4
     return int(max(1, min(4096, memory_budget_bytes // per_fit)))  # plan_chunks rounds it
-
-
-@cache
-def _quadrature_fn(
-    kind: str,
-    level: float,
-    rule: QuadratureRule,
-    group: int | None = None,
-    exact_paired: bool = False,
-):
-    """``fn(lanes, n_valid=None)``: summaries of a chunk, of which only the first n_valid count.
-
-    With ``group`` the lanes run that many at a time (:func:`_in_groups`),
-    and groups past the first n_valid lanes are not computed at all.
-    ``exact_paired``: see :func:`kernels.quadrature.posterior_summary`.
-    """
-    return _jit_lanes(
-        jax.vmap(lambda c: posterior_summary(c, kind, level, rule, exact_paired)),
-        group,
-        _program_name("nested" if kind == "full" else kind, exact_paired=exact_paired),
-        (kind, level, rule, exact_paired),
-    )
-
-
-def _program_name(*parts: str, exact_paired: bool = False) -> str:
-    """A rule's compiled program's name (``jit_quadrature_<rule>…`` in HLO and traces)."""
-    return "_".join(("quadrature", *parts, *(("exact_s",) if exact_paired else ())))
-
-
-def _jit_lanes(vmapped, group: int | None, name: str, static: tuple) -> ExportedProgram:
-    """``fn(lanes, n_valid=None)``, jitted: ``vmapped`` on all lanes, or :func:`_in_groups`.
-
-    ``name`` names the program (``jit_<name>``), so that a profile's kernels
-    can be told apart by rule; ``static``: what else it depends on (see
-    :class:`sweep.compile_cache.ExportedProgram`).
-    """
-
-    def fn(lanes, n_valid=None):
-        if group is None:
-            return vmapped(lanes)
-        return _in_groups(vmapped, group, lanes, n_valid)
-
-    fn.__name__ = fn.__qualname__ = name
-    return ExportedProgram(jax.jit(fn), name, (*static, group))
-
-
-def _in_groups(fn, group: int, lanes, n_valid=None):
-    """``fn`` (vmapped) over ``lanes`` ``(B,)``, ``group`` lanes at a time, one group after another.
-
-    Only the groups that hold the first ``n_valid`` lanes (all, if None) are
-    computed; the rest of the output is zeros. ``B`` and ``group`` are powers
-    of two. The loop runs to a traced bound, so one program serves a chunk
-    whatever its padding: a shard's last, mostly padded chunk costs what its
-    own lanes cost.
-    """
-    size = jax.tree.leaves(lanes)[0].shape[0]
-    group = min(group, size)
-    count = size // group
-    grouped = jax.tree.map(lambda x: x.reshape(count, group, *x.shape[1:]), lanes)
-    shapes = jax.eval_shape(fn, jax.tree.map(lambda x: x[0], grouped))
-    out = jax.tree.map(lambda s: jnp.zeros((count, *s.shape), s.dtype), shapes)
-
-    def compute(i, out):
-        piece = jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False), grouped)
-        return jax.tree.map(
-            lambda o, v: jax.lax.dynamic_update_index_in_dim(o, v, i, 0), out, fn(piece)
-        )
-
-    needed = count if n_valid is None else (n_valid + group - 1) // group
-    out = jax.lax.fori_loop(0, needed, compute, out)
-    return jax.tree.map(lambda x: x.reshape(size, *x.shape[2:]), out)
-
-
-@cache
-def _laplace_fn(ridge: bool, level: float, rule: LaplaceRule):
-    fn = jax.vmap(lambda c: laplace_summary(c, ridge, level, rule))
-    name = _program_name("gauss_hermite", "ridge" if ridge else "logit")
-    return _jit_lanes(fn, None, name, (ridge, level, rule))
-
-
-@cache
-def _alpha_t_fn(level: float, rule: QuadratureRule, alpha_t: AlphaTRule, group: int | None):
-    fn = jax.vmap(lambda c: alpha_t_summary(c, level, alpha_t, rule))
-    return _jit_lanes(fn, group, _program_name("hermite_alpha_t"), (level, rule, alpha_t))
-
-
-@cache
-def _t_outer_fn(level: float, t_outer: TOuterRule, group: int | None):
-    fn = jax.vmap(lambda c: t_outer_summary(c, level, t_outer))
-    return _jit_lanes(fn, group, _program_name("t_outer"), (level, t_outer))
-
-
-@cache
-def _hermite_t_fn(
-    level: float, rule: QuadratureRule, check: HermiteTRule, group: int | None, exact_paired: bool
-):
-    return _jit_lanes(
-        jax.vmap(lambda c: hermite_t_summary(c, level, rule, check, exact_paired)),
-        group,
-        _program_name("hermite_t", exact_paired=exact_paired),
-        (level, rule, check, exact_paired),
-    )
 
 
 @cache
@@ -560,6 +369,56 @@ class Chunk(NamedTuple):
         return self.stages[1:]
 
 
+class Schedule(NamedTuple):
+    """How :func:`fit_lanes` lays lanes out in compiled calls: chosen once per backend.
+
+    Every field left None takes ``backend``'s default. A lane's numbers may
+    depend on the size of its chunk (XLA may round a lane apart in batches of
+    other sizes), never on ``workers`` or ``gather_rules``.
+
+    Attributes:
+        backend: the platform planned for ("cpu", "gpu", ...); None: JAX's default.
+        chunk_size: lanes per compiled call, rounded down to a power of two;
+            None: :func:`default_chunk_size`.
+        rule_chunks: quadrature rules (by name, :data:`sweep.cascade.FULL_MODEL_RULES`)
+            whose chunks hold this many lanes (rounded down to a power of two),
+            in place of ``chunk_size`` or the default: a benchmark's knob. On an
+            accelerator, where no ``chunk_size`` is given, laid over
+            :data:`ACCELERATOR_RULE_CHUNKS`.
+        workers: chunks computed at once, each in its own thread; None:
+            :func:`default_workers`.
+        memory_budget_bytes: what a NUTS chunk's kept draws and their host
+            copies may take (:func:`nuts_chunk_size`), where no size is given.
+        gather_rules: whether each quadrature rule waits until no lane may
+            still be passed on to it and then takes all its lanes at once
+            (:func:`_next_calls`), rather than the rules running pass after
+            pass; None: :func:`gathers_rules` (on accelerators, where a call
+            costs about its kernel launches, not its lanes).
+    """
+
+    backend: str | None = None
+    chunk_size: int | None = None
+    rule_chunks: Mapping[str, int] | None = None
+    workers: int | None = None
+    memory_budget_bytes: float = 2e9
+    gather_rules: bool | None = None
+
+
+class FitInfo(NamedTuple):
+    """What :func:`fit_lanes_info` reports beside the fits (diagnostics).
+
+    Attributes:
+        rules: ``(B,)`` object array: the rule each lane's numbers come from
+            (:data:`sweep.cascade.QUADRATURE_RULES`, or "nuts" for sampled fits).
+        calls: a :class:`ChunkTime` for each compiled call, in the order made
+            (pass after pass, or rule after rule where rules gather; with more
+            than one worker calls overlap in time).
+    """
+
+    rules: np.ndarray
+    calls: tuple[ChunkTime, ...]
+
+
 def fit_lanes(
     counts: Counts,
     keys: jax.Array | None,
@@ -568,19 +427,9 @@ def fit_lanes(
     level: float = 0.95,
     nuts: NUTSSettings = NUTSSettings(),
     rule: QuadratureRule = QuadratureRule(),
-    chunk_size: int | None = None,
-    memory_budget_bytes: float = 2e9,
-    workers: int | None = None,
+    cascade: tuple[CascadeRule, ...] | None = None,
+    schedule: Schedule = Schedule(),
     on_chunk=None,
-    laplace: LaplaceRule | None = LaplaceRule(),
-    hermite_t: HermiteTRule | None = HermiteTRule(),
-    alpha_t: AlphaTRule | None = AlphaTRule(),
-    t_outer: TOuterRule | None = TOuterRule(),
-    rules: np.ndarray | None = None,
-    chunk_times: list | None = None,
-    rule_chunks: Mapping[str, int] | None = None,
-    middle_rules: bool | None = None,
-    gather_rules: bool | None = None,
     stop: threading.Event | None = None,
 ) -> FitResults:
     """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
@@ -593,59 +442,15 @@ def fit_lanes(
             still solved exactly: their α-marginal is the Beta itself.
         level: credible level of the central interval.
         nuts: sampler settings.
-        rule: quadrature rule.
-        chunk_size: lanes per compiled call, rounded down to a power of two;
-            by default :func:`default_chunk_size`.
-        workers: chunks computed at once, each in its own thread; by default
-            :func:`default_workers`. A lane's numbers do not depend on it.
+        rule: the nested quadrature rule's nodes (and the exact rules' of
+            the Beta and known-rate lanes).
+        cascade: the full model's quadrature rules, tried in turn
+            (:mod:`sweep.cascade`); None: :func:`sweep.cascade.default_cascade`
+            for the schedule's backend. Whether a lane is accepted by a rule
+            depends on its counts alone.
+        schedule: chunk sizes, workers and the order of calls (:class:`Schedule`).
         on_chunk: called with the number of lanes finished after each chunk,
             in plan order.
-        laplace: with "quadrature", the full model's lanes are first tried
-            with this adaptive Gauss–Hermite rule
-            (:func:`kernels.gauss_hermite.laplace_summary`); None: not at all.
-        alpha_t: then the lanes it does not accept (or was not tried on)
-            whose s rule is not exact, with Gauss–Hermite in (α, t)
-            (:func:`kernels.gauss_hermite.alpha_t_summary`), where its counts
-            allow (on CPU only); None: not at all.
-        t_outer: then, for the lanes whose s rule is exact, Gauss–Hermite
-            in t outermost (:func:`kernels.t_outer.t_outer_summary`; on CPU
-            only); None: not at all.
-        hermite_t: then the lanes not yet accepted with the nested rule with
-            a Gauss–Hermite t axis
-            (:func:`kernels.quadrature.hermite_t_summary`), where its counts
-            allow (on CPU only: see :func:`_quadrature_stages`); None: not
-            at all. The rest get the nested ``rule``. Whether a lane is
-            accepted depends on its counts alone.
-        rules: None, or a ``(B,)`` array that receives each lane's rule
-            (:data:`QUADRATURE_RULES`; "nuts" for sampled fits), a diagnostic.
-        chunk_times: None, or a list that receives a :class:`ChunkTime` for
-            each compiled call, in plan order, pass after pass (or rule
-            after rule: ``gather_rules``; a diagnostic: with more than one
-            worker, calls overlap in time).
-        rule_chunks: quadrature rules (:data:`FULL_MODEL_RULES`) whose
-            chunks hold this many lanes (a power of two), in place of
-            ``chunk_size`` or the default: a benchmark's knob, since a
-            lane's numbers may depend on its chunk's size. On an
-            accelerator, where no ``chunk_size`` is given, they are laid over
-            :data:`ACCELERATOR_RULE_CHUNKS`.
-        middle_rules: whether the full model's quadrature tries the rules
-            between the Gauss–Hermite and the nested one (``alpha_t``,
-            ``t_outer``, ``hermite_t``); None: on CPU only (see
-            :func:`_quadrature_stages`).
-        gather_rules: whether each rule waits until no lane may still be
-            passed on to it and then takes all its lanes at once, so that it
-            makes as few calls as its lanes need (:func:`_next_calls`); else
-            the rules run pass after pass, each on the lanes that the pass
-            before passed on. None: :func:`gathers_rules`, on accelerators
-            only, where a quadrature call costs about its kernel launches,
-            not its lanes.
-            On CPU calls cost their lanes, and in passes one rule's calls
-            run beside another's on the cores: on the 2-core development
-            CPU, gathered, the driver ran at 0.93–1.01 times its speed in
-            passes on 10^2 of the benchmark's lanes, 0.99–1.04 on 10^3,
-            1.00 on 10^4 and 0.97 on 10^5 (``bench_kernels.py``'s
-            ``quadrature_other_schedule``; seven runs at 10^2 and 10^3,
-            two at 10^4, one at 10^5). A lane's numbers do not depend on it.
         stop: None, or an event that, once set, keeps the chunks not yet
             begun from beginning: then ``CancelledError`` is raised once the
             chunks under way are done (for a caller that gives up on the
@@ -654,40 +459,61 @@ def fit_lanes(
     Raises:
         concurrent.futures.CancelledError: ``stop`` was set.
     """
+    return fit_lanes_info(
+        counts,
+        keys,
+        method,
+        level=level,
+        nuts=nuts,
+        rule=rule,
+        cascade=cascade,
+        schedule=schedule,
+        on_chunk=on_chunk,
+        stop=stop,
+    )[0]
+
+
+def fit_lanes_info(
+    counts: Counts,
+    keys: jax.Array | None,
+    method: Method,
+    *,
+    level: float = 0.95,
+    nuts: NUTSSettings = NUTSSettings(),
+    rule: QuadratureRule = QuadratureRule(),
+    cascade: tuple[CascadeRule, ...] | None = None,
+    schedule: Schedule = Schedule(),
+    on_chunk=None,
+    stop: threading.Event | None = None,
+) -> tuple[FitResults, FitInfo]:
+    """:func:`fit_lanes` (arguments as there), and a :class:`FitInfo` of how it went."""
     b = int(np.asarray(counts.n_m).shape[0])
     out = {name: np.full(b, np.nan) for name in FitResults._fields}
     out["divergences"] = np.zeros(b, np.int64)
     out["steps"] = np.zeros(b, np.int64)
     out["exact"] = np.zeros(b, bool)
     out["sd_mcse"] = np.zeros(b)
-    workers = max(1, int(workers or default_workers(method=method)))
-    chunks = plan_chunks(
-        counts,
-        method,
-        level,
-        nuts,
-        rule,
-        chunk_size,
-        memory_budget_bytes,
-        laplace,
-        hermite_t,
-        alpha_t=alpha_t,
-        t_outer=t_outer,
-        workers=workers,
-        rule_chunks=rule_chunks,
-        middle_rules=middle_rules,
+    rules = np.full(b, "", dtype=object)
+    calls: list[ChunkTime] = []
+    backend = schedule.backend or jax.default_backend()
+    schedule = schedule._replace(
+        backend=backend,
+        workers=max(1, int(schedule.workers or default_workers(backend, method))),
+        gather_rules=gathers_rules(backend)
+        if schedule.gather_rules is None
+        else schedule.gather_rules,
     )
-    pool = ThreadPoolExecutor(workers)
-    # A NUTS call's summaries in blocks on every core (summarize_draws' map_blocks;
-    # on the 2-core CPU 4096 fits took 0.31 ms a fit against 0.70 in one thread,
-    # summaries-cpu-20261126-114954.json): on an accelerator's host, with one
-    # worker, the next call waits for them. Each block's temporaries peak near
-    # 120 MB (kernels.nuts.SUMMARY_BLOCK_DRAWS), that much per core at most,
-    # beside memory_budget_bytes. A pool of its own, so that a chunk's thread
-    # never waits on its own pool.
+    chunks = plan_chunks(
+        counts, method, level=level, nuts=nuts, rule=rule, cascade=cascade, schedule=schedule
+    )
+    pool = ThreadPoolExecutor(schedule.workers)
+    # A NUTS call's summaries in blocks on every core (summarize_draws'
+    # map_blocks): on an accelerator's host, with one worker, the next call
+    # waits for them. Each block's temporaries peak near 120 MB
+    # (kernels.nuts.SUMMARY_BLOCK_DRAWS), that much per core at most, beside
+    # memory_budget_bytes. A pool of its own, so that a chunk's thread never
+    # waits on its own pool.
     summaries = ThreadPoolExecutor(usable_cores()) if method == "nuts" else None
-    if gather_rules is None:
-        gather_rules = gathers_rules()
 
     def fit(chunk: Chunk):
         return _timed_fit(chunk, counts, keys, level, summaries, stop)
@@ -695,8 +521,8 @@ def fit_lanes(
     waiting = [_Waiting(chunk.stages, len(chunk.padded), chunk.piece, chunk) for chunk in chunks]
     try:
         while waiting:
-            chunks, waiting = _next_calls(waiting, workers, gather_rules)
-            rejected = _run_chunks(pool, fit, chunks, out, on_chunk, rules, chunk_times)
+            chunks, waiting = _next_calls(waiting, schedule.workers, schedule.gather_rules)
+            rejected = _run_chunks(pool, fit, chunks, out, on_chunk, rules, calls)
             # The lanes a rule rejected wait for the next rule their counts
             # allow, in chunks of the same size (so a lane's numbers do not
             # depend on which others were rejected with it).
@@ -709,7 +535,7 @@ def fit_lanes(
         pool.shutdown(cancel_futures=True)  # after an error, start no more chunks
         if summaries is not None:
             summaries.shutdown(cancel_futures=True)
-    return FitResults(**out)
+    return FitResults(**out), FitInfo(rules, tuple(calls))
 
 
 class _Waiting(NamedTuple):
@@ -736,12 +562,8 @@ def _next_calls(
     ``gather``, a rule is called only once no waiting lane may still be
     passed on to it: then all its lanes go at once, whether they were
     planned for it or rejected by different rules, groups or calls before,
-    so each rule makes as few calls as its lanes need. On an accelerator a
-    quadrature call costs about its kernel launches, not its lanes
-    (benchmarks/GPU-NOTES.md): on 10^5 of the benchmark's lanes with the
-    middle rules in chunks sized to their lanes, gathered, the rules after
-    Gauss–Hermite made 6 calls, where pass after pass they made 11 (the
-    nested rule 2 calls of 256 lanes for 232 lanes, not 5; on CPU, ad hoc).
+    so each rule makes as few calls as its lanes need: on an accelerator a
+    quadrature call costs about its kernel launches, not its lanes.
     Without ``gather``, every waiting lane goes now.
     """
     later = {stage.fn for w in waiting for stage in w.stages[1:]}
@@ -854,10 +676,27 @@ def _timed_fit(
     return values, time.perf_counter() - start
 
 
-def _run_chunks(pool, fit, chunks, out, on_chunk, rules=None, chunk_times=None) -> list:
+class ChunkValues(NamedTuple):
+    """What one compiled call gave, for its first ``len(chunk.piece)`` lanes.
+
+    Attributes:
+        fields: :class:`FitResults` fields (NumPy arrays) by name.
+        accepted: ``(n,)`` bool: the lanes its rule vouches for (all, for a
+            rule that does not check itself); the others go on to the next rule.
+        host_seconds: the time the host's summaries of a NUTS call's draws
+            took (:attr:`ChunkTime.host_seconds`; 0 for quadrature).
+    """
+
+    fields: dict
+    accepted: np.ndarray
+    host_seconds: float = 0.0
+
+
+def _run_chunks(pool, fit, chunks, out, on_chunk, rules, calls) -> list:
     """Fit ``chunks`` into ``out``; ``[(fallbacks, size, lanes)]`` their rules rejected.
 
-    ``fit(chunk)``: a chunk's values and seconds (:func:`_timed_fit`), run on ``pool``.
+    ``fit(chunk)``: a chunk's :class:`ChunkValues` and seconds (:func:`_timed_fit`),
+    run on ``pool``. Each lane's rule goes into ``rules``, each call's time onto ``calls``.
     """
     rejected = {}
     # Chunks may finish in any order but are taken in plan order, so the
@@ -865,16 +704,13 @@ def _run_chunks(pool, fit, chunks, out, on_chunk, rules=None, chunk_times=None) 
     fitted = pool.map(fit, chunks)
     for chunk, (values, seconds) in zip(chunks, fitted, strict=True):
         n = len(chunk.piece)
-        host_seconds = values.pop("host_seconds", 0.0)
-        if chunk_times is not None:
-            chunk_times.append(ChunkTime(chunk.rule, n, len(chunk.padded), seconds, host_seconds))
-        accepted = np.asarray(values.pop("accepted", np.ones(n, bool)))[:n]
+        calls.append(ChunkTime(chunk.rule, n, len(chunk.padded), seconds, values.host_seconds))
+        accepted = np.asarray(values.accepted)[:n]
         done = chunk.piece[accepted]
-        for name, value in values.items():
+        for name, value in values.fields.items():
             out[name][done] = np.asarray(value)[:n][accepted]
         out["exact"][done] = chunk.exact
-        if rules is not None:
-            rules[done] = chunk.rule
+        rules[done] = chunk.rule
         if not accepted.all():
             key = (chunk.fallbacks, len(chunk.padded))
             rejected.setdefault(key, []).append(chunk.piece[~accepted])
@@ -883,25 +719,25 @@ def _run_chunks(pool, fit, chunks, out, on_chunk, rules=None, chunk_times=None) 
     return [(stages, size, np.concatenate(parts)) for (stages, size), parts in rejected.items()]
 
 
-def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summaries=None) -> dict:
-    """One chunk's summaries as FitResults fields, for its first ``len(chunk.piece)`` lanes.
+def _fit_chunk(
+    chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summaries=None
+) -> ChunkValues:
+    """One chunk's summaries, for its first ``len(chunk.piece)`` lanes.
 
-    ``summaries``: None, or the executor a NUTS chunk's summaries run on. A
-    NUTS chunk also gives ``host_seconds``, the time its summaries took
-    (:attr:`ChunkTime.host_seconds`); a rule that checks itself, ``accepted``.
+    ``summaries``: None, or the executor a NUTS chunk's summaries run on.
     """
     lanes = _take(counts, chunk.padded)
     n = len(chunk.piece)
     if chunk.exact:
         if chunk.fallbacks:  # a rule that checks itself: summaries and whether to trust them
             s, accepted = jax.device_get(chunk.fn(lanes, n))
-            return {**_exact_fields(s), "accepted": accepted}
-        return _exact_fields(jax.device_get(chunk.fn(lanes, n)))
+            return ChunkValues(_exact_fields(s), accepted)
+        s = jax.device_get(chunk.fn(lanes, n))
+        return ChunkValues(_exact_fields(s), np.ones(n, bool))
     draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes, n))
     start = time.perf_counter()
     d = summarize_draws(draws.alpha[:n], level, map if summaries is None else summaries.map)
-    return {
-        "host_seconds": time.perf_counter() - start,
+    fields = {
         "post_mean": d.mean,
         "post_sd": d.sd,
         "ci_low": d.ci_low,
@@ -913,6 +749,7 @@ def _fit_chunk(chunk: Chunk, counts: Counts, keys: jax.Array, level: float, summ
         "tree_depth": draws.tree_depth[:n].mean(axis=1),
         "steps": np.asarray(draws.steps[:n]).reshape(n, -1).sum(axis=1),
     }
+    return ChunkValues(fields, np.ones(n, bool), time.perf_counter() - start)
 
 
 def _exact_fields(s) -> dict:
@@ -922,32 +759,29 @@ def _exact_fields(s) -> dict:
 def plan_chunks(
     counts: Counts,
     method: Method,
+    *,
     level: float = 0.95,
     nuts: NUTSSettings = NUTSSettings(),
     rule: QuadratureRule = QuadratureRule(),
-    chunk_size: int | None = None,
-    memory_budget_bytes: float = 2e9,
-    laplace: LaplaceRule | None = LaplaceRule(),
-    hermite_t: HermiteTRule | None = HermiteTRule(),
-    backend: str | None = None,
-    alpha_t: AlphaTRule | None = AlphaTRule(),
-    t_outer: TOuterRule | None = TOuterRule(),
-    workers: int | None = None,
-    rule_chunks: Mapping[str, int] | None = None,
-    middle_rules: bool | None = None,
+    cascade: tuple[CascadeRule, ...] | None = None,
+    schedule: Schedule = Schedule(),
 ) -> list[Chunk]:
     """The compiled calls of :func:`fit_lanes`'s first pass, in order (arguments as there).
 
-    ``backend``: the platform they are planned for ("cpu", "gpu", ...; by
-    default JAX's), which sets chunk sizes and the quadrature's groups.
-    ``workers`` (by default :func:`default_workers`): on CPU a NUTS group
-    too small to fill that many calls' slots is still split into that many
-    calls (:func:`_nuts_pieces`).
+    The schedule's backend (by default JAX's) sets chunk sizes and the
+    quadrature's groups; its ``workers`` (by default :func:`default_workers`):
+    on CPU a NUTS group too small to fill that many calls' slots is still
+    split into that many calls (:func:`_nuts_pieces`).
     """
-    on_cpu = (backend or jax.default_backend()) == "cpu"
+    backend = schedule.backend or jax.default_backend()
+    on_cpu = backend == "cpu"
+    workers = schedule.workers or default_workers(backend, method)
+    chunk_size, rule_chunks = schedule.chunk_size, schedule.rule_chunks
+    cascade = default_cascade(backend) if cascade is None else tuple(cascade)
     nuts = resolve_loop(nuts, backend)
     if not on_cpu and chunk_size is None:  # the caller's sizes win over the defaults
         rule_chunks = {**ACCELERATOR_RULE_CHUNKS, **(rule_chunks or {})}
+    laplace = laplace_settings(cascade)
     chunks = []
     for kind, ridge, exact_paired, index in _lane_groups(counts, method, nuts, laplace):
         exact = method == "quadrature" or kind == "beta"
@@ -955,29 +789,19 @@ def plan_chunks(
             size = chunk_size or default_chunk_size("quadrature", backend=backend)
             size = size or ACCELERATOR_QUADRATURE_CHUNK
             stages = _quadrature_stages(
-                kind,
-                ridge,
-                exact_paired,
-                level,
-                rule,
-                laplace,
-                hermite_t,
-                alpha_t,
-                t_outer,
-                on_cpu,
-                on_cpu if middle_rules is None else middle_rules,
+                kind, LaneGroup(ridge, exact_paired), float(level), rule, cascade, on_cpu
             )
             # Lanes start at the first rule their counts allow.
             routes = list(_route(stages, index, counts))
         else:
             size = chunk_size or default_chunk_size("nuts", nuts.chains, backend)
-            size = size or nuts_chunk_size(nuts, memory_budget_bytes)
+            size = size or nuts_chunk_size(nuts, schedule.memory_budget_bytes)
             # Only the leapfrog loop has slots: the chain kernel runs a call's
             # chains by blocks.
             slots = None
             if nuts.loop == "leapfrog":
                 # The group's largest call, were it split among the workers (_nuts_pieces).
-                per_worker = -(-len(index) // (workers or default_workers(backend, method)))
+                per_worker = -(-len(index) // workers)
                 call_chains = min(_power_of_two_below(size), per_worker) * nuts.chains
                 slots = nuts_slots(backend, call_chains)
             elif on_cpu and not chunk_size:
@@ -991,13 +815,7 @@ def plan_chunks(
             if not exact:
                 n = _nuts_call_fits(n, len(lanes), nuts.chains, backend, slots)
                 if on_cpu:
-                    calls = _nuts_pieces(
-                        len(lanes),
-                        n,
-                        nuts.chains,
-                        workers or default_workers(backend, method),
-                        slots,
-                    )
+                    calls = _nuts_pieces(len(lanes), n, nuts.chains, workers, slots)
                     chunks += _staged_chunks(stages, lanes, n, calls)
                     continue
             elif on_cpu:
@@ -1029,54 +847,24 @@ def _nuts_pieces(group: int, size: int, chains: int, workers: int, slots: int | 
 
 def _quadrature_stages(
     kind: str,
-    ridge: bool | None,
-    exact_paired: bool,
+    group: LaneGroup,
     level: float,
     rule: QuadratureRule,
-    laplace: LaplaceRule | None,
-    hermite_t: HermiteTRule | None,
-    alpha_t: AlphaTRule | None,
-    t_outer: TOuterRule | None,
+    cascade: tuple[CascadeRule, ...],
     on_cpu: bool,
-    middle_rules: bool,
 ) -> tuple[Stage, ...]:
-    """The rules a group's lanes are tried with, in order (:func:`_lane_groups`' fields).
-
-    ``middle_rules``: whether to try the rules between the Gauss–Hermite and
-    the nested one. On CPU each runs its chunk in small groups, elsewhere
-    vmapped whole.
-    """
-    level = float(level)
+    """The rules a group's lanes are tried with, in order: the one exact rule of a
+    Beta or known-rate lane, or the rules of ``cascade`` that take the group. On CPU
+    a rule may compute its chunk in small groups (:attr:`CascadeRule.cpu_group`),
+    elsewhere vmapped whole."""
     if kind != "full":
-        return (Stage(kind, _quadrature_fn(kind, level, rule)),)
-    group = (CPU_EXACT_PAIRED_GROUP if exact_paired else CPU_NESTED_GROUP) if on_cpu else None
-    stages = [Stage("nested", _quadrature_fn(kind, level, rule, group, exact_paired), group=group)]
-    # On an accelerator the middle rule's pass cost more than it saved: on an
-    # H100 the driver without it ran at 62,600 and 81,300 posteriors/s on
-    # 10^4 and 10^5 of the benchmark's lanes, with it 50,500 and 72,000 (as
-    # fast at 10^3; kernels-gpu-20261125-094716.json, -100215.json, -100337.json),
-    # so there it runs only with ``middle_rules``.
-    if hermite_t is not None and middle_rules:
-        group = CPU_HERMITE_T_GROUP if on_cpu else None
-        fn = _hermite_t_fn(level, rule, hermite_t, group, exact_paired)
-        stages.insert(0, Stage("hermite_t", fn, hermite_t_allows, group=group))
-    # Only where the s rule is not exact: with s exact (N_ρη ≤ 15) the rule
-    # accepted 3 of the benchmark's 526 such lanes (ad hoc), which the middle
-    # rule takes at 0.3 ms a lane. Not yet measured on an accelerator: there only
-    # with ``middle_rules``.
-    if alpha_t is not None and middle_rules and not exact_paired:
-        group = CPU_ALPHA_T_GROUP if on_cpu else None
-        fn = _alpha_t_fn(level, rule, alpha_t, group)
-        stages.insert(0, Stage("hermite_alpha_t", fn, hermite_t_allows, group=group))
-    # With s exact (N_ρη ≤ 15), t outermost: no kink in t to rule lanes out,
-    # and each t node's α panels break at the kinks exactly. Not yet measured
-    # on an accelerator: there only with ``middle_rules``.
-    if t_outer is not None and middle_rules and exact_paired:
-        group = CPU_T_OUTER_GROUP if on_cpu else None
-        fn = _t_outer_fn(level, t_outer, group)
-        stages.insert(0, Stage("t_outer", fn, group=group))
-    if laplace is not None and ridge is not None:
-        stages.insert(0, Stage("gauss_hermite", _laplace_fn(ridge, level, laplace)))
+        return (Stage(kind, exact_program(kind, level, rule)),)
+    stages = []
+    for step in cascade:
+        if step.takes(group):
+            at_a_time = step.cpu_group(group) if on_cpu else None
+            fn = step.program(group, level, rule, at_a_time)
+            stages.append(Stage(step.name, fn, step.allows, group=at_a_time))
     return tuple(stages)
 
 
@@ -1144,8 +932,8 @@ def _padded_call(fn, n: int, *trees):
     """``fn`` (jitted, vmapped) on lane trees padded to :func:`_bucket` lanes; the first n back.
 
     Padding bounds the number of compiled shapes. Keys are integer arithmetic;
-    count draws came out identical in one batch of 1000 and in batches of 50
-    (checked ad hoc), unlike the fits (see :func:`default_chunk_size`).
+    count draws are the same in batches of every size, unlike the fits (see
+    :func:`default_chunk_size`).
     """
     size = _bucket(n)
 

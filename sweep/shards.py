@@ -25,7 +25,7 @@ from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
 from binmetric_sweep.sweep.config import SweepSpec
-from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
+from binmetric_sweep.sweep.fits import Schedule, fit_lanes, lane_counts, lane_keys
 from binmetric_sweep.sweep.grid import CONFIG_COLUMNS, id_words
 
 __all__ = [
@@ -211,7 +211,7 @@ def run_shard(
         spec.method,
         level=spec.interval,
         nuts=nuts,
-        workers=workers,
+        schedule=Schedule(workers=workers),
         on_chunk=on_fits,
         stop=stop,
     )

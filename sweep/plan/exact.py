@@ -55,7 +55,7 @@ def exact_eps(
         ``(K,)`` √2·σ·(z₁₋γ/₂ + z_power); 1 where N_Φ = N_M = 0 (no evidence,
         the surfaces' convention); +inf where the fit is not finite.
     """
-    from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
+    from binmetric_sweep.sweep.fits import Schedule, fit_lanes, lane_counts, lane_keys
 
     jax.config.update("jax_enable_x64", True)  # an entry point: x64 is set here, as in plan_grid()
     index = np.asarray(index, int)
@@ -66,7 +66,9 @@ def exact_eps(
     index, n_phi, n_m = (_pad(np.asarray(v), size) for v in (index, n_phi, n_m))
     keys = lane_keys(0, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))  # unused
     counts = _first(lane_counts(_designs(p, index, n_phi, n_m), keys, "expected"), k)
-    fits = fit_lanes(counts, keys[:k], "quadrature", chunk_size=chunk_size, rule=rule)
+    fits = fit_lanes(
+        counts, keys[:k], "quadrature", rule=rule, schedule=Schedule(chunk_size=chunk_size)
+    )
     sd = _pad(np.asarray(fits.post_sd), size)
     eps = np.asarray(epsilon(sd, p.gamma[index], p.power[index]))[:k]
     eps = np.where(np.isfinite(eps), eps, np.inf)

@@ -50,7 +50,7 @@ def simulate_tests(
     Returns:
         ``(S,)`` power, its MCSE, type-I rate, its MCSE (finite fits only).
     """
-    from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
+    from binmetric_sweep.sweep.fits import Schedule, fit_lanes, lane_counts, lane_keys
 
     jax.config.update("jax_enable_x64", True)  # an entry point: x64 is set here, as in plan_grid()
     s, r = len(specs), int(replicates)
@@ -73,7 +73,7 @@ def simulate_tests(
     keys = lane_keys(seed, lane_words, replicate)
     designs = _designs(p, index, np.asarray(n_phi)[index], np.asarray(n_m)[index], lane_alpha)
     counts = _first(lane_counts(designs, keys, "sampled"), k)
-    fits = fit_lanes(counts, keys[:k], "quadrature", chunk_size=chunk_size)
+    fits = fit_lanes(counts, keys[:k], "quadrature", schedule=Schedule(chunk_size=chunk_size))
     mean = np.asarray(fits.post_mean).reshape(s, 3, r)
     sd = np.asarray(fits.post_sd).reshape(s, 3, r)
     crit = np.array([NormalDist().inv_cdf(1.0 - 0.5 * spec.gamma) for spec in specs])[:, None]

@@ -13,6 +13,12 @@ import pytest
 from binmetric_sweep.kernels.chain_kernel import TRITON_LOWERING, can_import
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.quadrature import model_kind, paired_rule_is_exact
+from binmetric_sweep.sweep.cascade import (
+    FULL_MODEL_RULES,
+    QUADRATURE_RULES,
+    default_cascade,
+    nested,
+)
 from binmetric_sweep.sweep.fits import (
     ACCELERATOR_NUTS_WORKERS,
     ACCELERATOR_QUADRATURE_CHUNK,
@@ -20,9 +26,8 @@ from binmetric_sweep.sweep.fits import (
     CPU_FEW_NUTS_SLOTS,
     CPU_NUTS_SLOTS,
     CPU_QUADRATURE_CHUNK,
-    FULL_MODEL_RULES,
     MIN_BATCH,
-    QUADRATURE_RULES,
+    Schedule,
     Stage,
     _next_calls,
     _nuts_fn,
@@ -32,6 +37,7 @@ from binmetric_sweep.sweep.fits import (
     default_chunk_size,
     default_workers,
     fit_lanes,
+    fit_lanes_info,
     gathers_rules,
     lane_keys,
     nuts_slots,
@@ -82,7 +88,7 @@ def with_few_paired(c, skip=()):
 def test_every_lane_is_fitted_once_in_power_of_two_calls():
     c = mixed_lanes(150, seed=4)
     for method in ("nuts", "quadrature"):
-        chunks = plan_chunks(c, method, chunk_size=64)
+        chunks = plan_chunks(c, method, schedule=Schedule(chunk_size=64))
         pieces = np.concatenate([chunk.piece for chunk in chunks])
         np.testing.assert_array_equal(np.sort(pieces), np.arange(150))
         for chunk in chunks:
@@ -99,7 +105,10 @@ def test_every_lane_is_fitted_once_in_power_of_two_calls():
 def test_a_requested_chunk_size_is_rounded_down_to_a_power_of_two():
     c = mixed_lanes(300, seed=5)
     for asked, expected in ((100, 64), (8, 8), (5, 4), (200, 128)):
-        sizes = {len(chunk.padded) for chunk in plan_chunks(c, "quadrature", chunk_size=asked)}
+        sizes = {
+            len(chunk.padded)
+            for chunk in plan_chunks(c, "quadrature", schedule=Schedule(chunk_size=asked))
+        }
         assert max(sizes) == expected
 
 
@@ -130,7 +139,7 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
     }
     groups = {}  # each group of lanes runs one program
     for method in ("nuts", "quadrature"):
-        for chunk in plan_chunks(c, method, backend="cpu", workers=2):
+        for chunk in plan_chunks(c, method, schedule=Schedule(backend="cpu", workers=2)):
             if chunk.exact:
                 assert len(chunk.padded) == CPU_QUADRATURE_CHUNK
             else:  # 128 fits of 4 chains, whatever the group's size
@@ -142,7 +151,7 @@ def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
     assert all(fn in kernels[slots[fn]] for fn in groups)
     assert set(slots.values()) == {32, 128}
     # A larger chunk asked for is capped at the group's bucket: a power of two, >= MIN_BATCH.
-    (first, *_) = plan_chunks(c, "quadrature", chunk_size=4096, backend="cpu")
+    (first, *_) = plan_chunks(c, "quadrature", schedule=Schedule(chunk_size=4096, backend="cpu"))
     assert MIN_BATCH <= len(first.padded) < 4096
 
 
@@ -162,18 +171,22 @@ def test_a_nuts_lane_does_not_depend_on_its_queue():
     # the group's 280 chains: a queue on 128 slots.
     sizes = (32, 256)
     slotted, queued = (
-        fit_lanes(c, keys, "nuts", nuts=settings, chunk_size=size, workers=1) for size in sizes
+        fit_lanes(c, keys, "nuts", nuts=settings, schedule=Schedule(chunk_size=size, workers=1))
+        for size in sizes
     )
     # Two workers: the group (one call of 256 fits with one) is split in two calls of 70
     # fits, every other lane in each, so that both cores have work: 140 chains a
     # call, a queue on 32 slots.
-    pieces = plan_chunks(c, "nuts", nuts=settings, workers=2, backend="cpu")
+    pieces = plan_chunks(c, "nuts", nuts=settings, schedule=Schedule(workers=2, backend="cpu"))
     assert [len(chunk.piece) for chunk in pieces] == [70, 70]
     assert {len(chunk.padded) for chunk in pieces} == {256}
     assert {chunk.fn.static[-1] for chunk in pieces} == {32}
-    plans = [plan_chunks(c, "nuts", nuts=settings, chunk_size=n, workers=1) for n in sizes]
+    plans = [
+        plan_chunks(c, "nuts", nuts=settings, schedule=Schedule(chunk_size=n, workers=1))
+        for n in sizes
+    ]
     assert [{chunk.fn.static[-1] for chunk in plan} for plan in plans] == [{32}, {128}]
-    split = fit_lanes(c, keys, "nuts", nuts=settings, workers=2)
+    split = fit_lanes(c, keys, "nuts", nuts=settings, schedule=Schedule(workers=2))
     for name, x, y, z in zip(slotted._fields, slotted, queued, split, strict=True):
         np.testing.assert_array_equal(x, y, err_msg=name)
         np.testing.assert_array_equal(x, z, err_msg=name)
@@ -187,7 +200,7 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
     takes two passes, not five (see _quadrature_stages). NUTS runs the chain kernel.
     """
     c, _ = with_few_paired(mixed_lanes(700, seed=6))
-    quadrature = plan_chunks(c, "quadrature", backend="gpu")
+    quadrature = plan_chunks(c, "quadrature", schedule=Schedule(backend="gpu"))
     sizes = {}
     for chunk in quadrature:
         sizes.setdefault(chunk.rule, set()).add(len(chunk.padded))
@@ -196,16 +209,16 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
     assert sizes.pop("gauss_hermite") == {ACCELERATOR_RULE_CHUNKS["gauss_hermite"]}
     assert sizes and all(size == {ACCELERATOR_QUADRATURE_CHUNK} for size in sizes.values())
     # A caller's chunk size is every rule's.
-    asked = plan_chunks(c, "quadrature", backend="gpu", chunk_size=256)
+    asked = plan_chunks(c, "quadrature", schedule=Schedule(backend="gpu", chunk_size=256))
     assert {len(chunk.padded) for chunk in asked} == {256}
     # There the full model's lanes go from Gauss–Hermite straight to the nested rule.
     passes = {(chunk.rule, *(stage.rule for stage in chunk.fallbacks)) for chunk in quadrature}
     assert ("gauss_hermite", "nested") in passes
-    on_cpu = plan_chunks(c, "quadrature", backend="cpu")
+    on_cpu = plan_chunks(c, "quadrature", schedule=Schedule(backend="cpu"))
     for middle in ("hermite_alpha_t", "t_outer", "hermite_t"):
         assert not any(middle in rules for rules in passes)
         assert any(middle in (ch.rule, *(st.rule for st in ch.fallbacks)) for ch in on_cpu)
-    nuts = plan_chunks(c, "nuts", backend="gpu")
+    nuts = plan_chunks(c, "nuts", schedule=Schedule(backend="gpu"))
     for chunk in nuts:
         size = len(chunk.padded)
         if chunk.exact:  # lanes without metric ratings: the Beta, as quadrature
@@ -216,7 +229,9 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
     assert any(not chunk.exact for chunk in nuts)
     # NUTSSettings' "auto" is the leapfrog loop on CPU; a loop asked for is kept.
     assert {
-        ch.fn.static[1].loop for ch in plan_chunks(c, "nuts", backend="cpu") if not ch.exact
+        ch.fn.static[1].loop
+        for ch in plan_chunks(c, "nuts", schedule=Schedule(backend="cpu"))
+        if not ch.exact
     } == {"leapfrog"}
     assert resolve_loop(NUTSSettings(), "gpu") == NUTSSettings(loop="kernel")
     # ... where this JAX lowers Pallas to Triton, as the JAX of these tests does; a
@@ -230,10 +245,13 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
 
 
 def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhere():
-    """``rule_chunks`` and ``middle_rules``: the knobs bench_kernels.py turns on an accelerator."""
+    """``Schedule.rule_chunks`` and the full cascade, which bench_kernels.py tries on a GPU."""
     c, _ = with_few_paired(mixed_lanes(700, seed=6))
     plan = plan_chunks(
-        c, "quadrature", backend="gpu", rule_chunks={"gauss_hermite": 5000}, middle_rules=True
+        c,
+        "quadrature",
+        cascade=default_cascade("gpu", middle_rules=True),
+        schedule=Schedule(backend="gpu", rule_chunks={"gauss_hermite": 5000}),
     )
     sizes = {}
     for chunk in plan:
@@ -253,7 +271,12 @@ def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhe
     # On CPU the middle rules may be left out.
     rules = {
         r
-        for ch in plan_chunks(c, "quadrature", backend="cpu", middle_rules=False)
+        for ch in plan_chunks(
+            c,
+            "quadrature",
+            cascade=default_cascade("cpu", middle_rules=False),
+            schedule=Schedule(backend="cpu"),
+        )
         for r in (ch.rule, *(st.rule for st in ch.fallbacks))
     }
     assert rules == {"beta", "known", "gauss_hermite", "nested"}
@@ -348,17 +371,16 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
         keys = lane_keys(3, np.stack([np.arange(b), np.zeros(b)], axis=1), np.zeros(b))
         runs, calls = [], []
         for workers in (1, 3):
-            progress, times = [], []
-            fits = fit_lanes(
+            progress = []
+            fits, info = fit_lanes_info(
                 c,
                 keys,
                 method,
                 nuts=settings,
-                chunk_size=64,
-                workers=workers,
                 on_chunk=progress.append,
-                chunk_times=times,
+                schedule=Schedule(chunk_size=64, workers=workers),
             )
+            times = info.calls
             runs.append((fits, progress))
             calls.append(len(times))
         (one, one_progress), (three, three_progress) = runs
@@ -408,9 +430,7 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     assert np.isin(others, first["hermite_alpha_t"]).all()
     # Those with s exact to the rule with t outermost.
     assert len(small) >= 3 and np.isin(small, first["t_outer"]).all()
-    rules = np.full(96, "", dtype=object)
-    times = []
-    both = fit_lanes(c, keys, "quadrature", workers=2, rules=rules, chunk_times=times)
+    both, (rules, times) = fit_lanes_info(c, keys, "quadrature", schedule=Schedule(workers=2))
     # Each call is timed, with the lanes sent to its rule: all that the rule
     # took, and for the rules that pass lanes on, perhaps more.
     sent = {}
@@ -428,13 +448,11 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     assert set(rules[~full]) == {"beta", "known"}
     passed_on = np.isin(np.arange(96), np.concatenate([ch.piece for ch in fast]))
     assert (passed_on & (rules == "hermite_t")).any()
-    nested = fit_lanes(
-        c, keys, "quadrature", laplace=None, hermite_t=None, alpha_t=None, t_outer=None
-    )
+    only_nested = fit_lanes(c, keys, "quadrature", cascade=(nested(),))
     for name in ("post_mean", "post_sd"):
-        np.testing.assert_allclose(getattr(both, name), getattr(nested, name), atol=1e-6)
+        np.testing.assert_allclose(getattr(both, name), getattr(only_nested, name), atol=1e-6)
     for name in ("ci_low", "ci_high"):
-        np.testing.assert_allclose(getattr(both, name), getattr(nested, name), atol=1e-5)
+        np.testing.assert_allclose(getattr(both, name), getattr(only_nested, name), atol=1e-5)
     assert both.exact.all()
     # Gathered (the default on an accelerator), each rule waits for every lane
     # that may still reach it, wherever it comes from: one worker makes one
@@ -443,9 +461,8 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     # and one for the others), where pass after pass made more; the same numbers.
     runs = {}
     for gather in (False, True):
-        times = []
-        runs[gather] = fit_lanes(
-            c, keys, "quadrature", workers=1, chunk_times=times, gather_rules=gather
+        runs[gather], (_, times) = fit_lanes_info(
+            c, keys, "quadrature", schedule=Schedule(workers=1, gather_rules=gather)
         )
         calls = Counter(t.rule for t in times)
         if gather:
