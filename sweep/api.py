@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import jax
 import pandas as pd
 
 from binmetric_sweep.kernels.summaries import FitResults
@@ -124,6 +125,9 @@ def run(
 ) -> RunReport:
     """Run (or finish) a sweep into ``out``; shards already on disk are not recomputed.
 
+    An entry point: it switches JAX to float64 for this process (the kernels'
+    accuracy is checked in float64), as :func:`sweep.plan.plan_grid` does.
+
     Args:
         sweep: a sweep file path, YAML text, a dict or a :class:`SweepSpec`.
         out: the output directory (created; must be new, empty, or hold this sweep).
@@ -144,6 +148,7 @@ def run(
     Raises:
         SweepError: bad input; nothing is written.
     """
+    jax.config.update("jax_enable_x64", True)
     if backend not in ("local", "ray"):
         raise SweepError(f"--backend: {backend!r} is not a backend; allowed: local, ray")
     started = time.perf_counter()

@@ -85,6 +85,7 @@ __all__ = [
     "Schedule",
     "fit_lanes",
     "fit_lanes_info",
+    "require_float64",
     "lane_counts",
     "lane_keys",
     "nuts_chunk_size",
@@ -145,6 +146,20 @@ ACCELERATOR_QUADRATURE_CHUNK = 1024
 #: to its size, however few lanes its group has, and a lane it rejects goes on
 #: in the next rule's chunks.
 ACCELERATOR_RULE_CHUNKS: Mapping[str, int] = MappingProxyType({"gauss_hermite": 16384})
+
+
+def require_float64() -> None:
+    """Raise unless JAX computes in float64, in which the kernels' accuracy is checked.
+
+    Library calls never switch it on themselves (it is a setting of the caller's
+    whole process); the entry points do: :func:`sweep.run`, the CLI,
+    :func:`sweep.plan.plan_grid` and a Ray worker's task.
+    """
+    if not jax.config.jax_enable_x64:
+        raise RuntimeError(
+            "binmetric-sweep computes in float64: call "
+            "jax.config.update('jax_enable_x64', True) first (sweep.run and sweep.plan do)"
+        )
 
 
 def difficulty(counts: Counts) -> np.ndarray:

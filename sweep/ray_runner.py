@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
+import jax
+
 from binmetric_sweep.kernels.summaries import FitResults
 from binmetric_sweep.sweep.compile_cache import use_compilation_cache
 from binmetric_sweep.sweep.config import SweepSpec
@@ -107,6 +109,11 @@ def run_ray(
 
 
 def _run_shard_task(spec: SweepSpec, shard: Shard, compile_cache, **kwargs) -> ShardResult:
-    """A Ray task: :func:`sweep.shards.run_shard` with the compilation cache asked for."""
+    """A Ray task: :func:`sweep.shards.run_shard` with the compilation cache asked for.
+
+    An entry point of its worker process: float64 is switched on here, as in
+    :func:`sweep.run`.
+    """
+    jax.config.update("jax_enable_x64", True)
     use_compilation_cache(compile_cache, strict=False)
     return run_shard(spec, shard, **kwargs)

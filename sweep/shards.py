@@ -25,7 +25,13 @@ from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
 from binmetric_sweep.sweep.config import SweepSpec
-from binmetric_sweep.sweep.fits import Schedule, fit_lanes, lane_counts, lane_keys
+from binmetric_sweep.sweep.fits import (
+    Schedule,
+    fit_lanes,
+    lane_counts,
+    lane_keys,
+    require_float64,
+)
 from binmetric_sweep.sweep.grid import CONFIG_COLUMNS, id_words
 
 __all__ = [
@@ -196,7 +202,7 @@ def run_shard(
         The shard's fits and surface tables. Depends only on the sweep and the
         shard's configurations, never on other shards or where it runs.
     """
-    jax.config.update("jax_enable_x64", True)  # the kernels' accuracy is checked in float64
+    require_float64()
     start = time.perf_counter()
     configs = shard.configurations
     c, r = len(configs), spec.replicates

@@ -55,9 +55,15 @@ def exact_eps(
         ``(K,)`` √2·σ·(z₁₋γ/₂ + z_power); 1 where N_Φ = N_M = 0 (no evidence,
         the surfaces' convention); +inf where the fit is not finite.
     """
-    from binmetric_sweep.sweep.fits import Schedule, fit_lanes, lane_counts, lane_keys
+    from binmetric_sweep.sweep.fits import (
+        Schedule,
+        fit_lanes,
+        lane_counts,
+        lane_keys,
+        require_float64,
+    )
 
-    jax.config.update("jax_enable_x64", True)  # an entry point: x64 is set here, as in plan_grid()
+    require_float64()
     index = np.asarray(index, int)
     k = len(index)
     if k == 0:

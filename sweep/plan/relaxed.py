@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from binmetric_sweep.sweep.config import MAX_SIZE
+from binmetric_sweep.sweep.fits import require_float64
 from binmetric_sweep.sweep.plan.exact import _Memo, _memo_eps
 from binmetric_sweep.sweep.plan.spec import Problems
 
@@ -200,7 +201,7 @@ def solve_relaxed(
     Returns:
         ``(S,)`` N_Φ, N_M and the constraint's value there (≤ ~1e-4: met).
     """
-    jax.config.update("jax_enable_x64", True)  # an entry point: x64 is set here, as in plan_grid()
+    require_float64()
     s = len(p.alpha)
     log_kappa = np.zeros(s) if log_kappa is None else np.asarray(log_kappa, float)
     jp = Problems(*(jnp.asarray(x) for x in p))

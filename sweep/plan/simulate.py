@@ -7,7 +7,6 @@ import hashlib
 from collections.abc import Sequence
 from statistics import NormalDist
 
-import jax
 import numpy as np
 
 from binmetric_sweep.sweep.plan.exact import _designs, _first, _lane_bucket, _pad
@@ -50,9 +49,15 @@ def simulate_tests(
     Returns:
         ``(S,)`` power, its MCSE, type-I rate, its MCSE (finite fits only).
     """
-    from binmetric_sweep.sweep.fits import Schedule, fit_lanes, lane_counts, lane_keys
+    from binmetric_sweep.sweep.fits import (
+        Schedule,
+        fit_lanes,
+        lane_counts,
+        lane_keys,
+        require_float64,
+    )
 
-    jax.config.update("jax_enable_x64", True)  # an entry point: x64 is set here, as in plan_grid()
+    require_float64()
     s, r = len(specs), int(replicates)
     p = problems(specs)
     alpha = p.alpha

@@ -42,6 +42,7 @@ from binmetric_sweep.sweep.fits import (
     lane_keys,
     nuts_slots,
     plan_chunks,
+    require_float64,
     usable_cores,
 )
 from tests.kernels.helpers import counts
@@ -488,3 +489,16 @@ def test_a_stopped_fit_begins_no_chunk_and_says_so():
     # Unset, the same event changes nothing.
     fits = fit_lanes(c, None, "quadrature", stop=threading.Event(), on_chunk=progress.append)
     assert sum(progress) == 100 and np.isfinite(fits.post_mean).all()
+
+
+def test_library_calls_refuse_float32_and_leave_the_switch_to_entry_points():
+    """x64 is switched on by the entry points (sweep.run, plan_grid, the Ray task), never
+    by a library call: in float32 ``require_float64`` refuses, and says how to switch."""
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with pytest.raises(RuntimeError, match="jax_enable_x64"):
+            require_float64()
+        assert not jax.config.jax_enable_x64  # refused, not switched
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    require_float64()
