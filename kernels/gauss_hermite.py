@@ -52,6 +52,7 @@ from binmetric_sweep.kernels.quadrature import (
     summaries_agree,
 )
 from binmetric_sweep.kernels.ridge import ridge_grid_logdensity, ridge_logdensity, ridge_position
+from binmetric_sweep.kernels.roots import bracketed_newton
 
 Array = jax.Array
 
@@ -286,19 +287,19 @@ def _hermite_quantiles(z: np.ndarray, log_w: np.ndarray, log_r: Array, tail: flo
                 return tail * total - above - mass_between(v, hi)
             return below + mass_between(lo, v) - tail * total
 
-        def step(_, state):
-            a, b, v = state
-            h = excess(v)
-            a, b = jnp.where(h > 0, a, v), jnp.where(h > 0, v, b)
-            newton = v - h / jnp.exp(log_density(v))
-            # ≤, not <: at convergence v is an end of the bracket and Newton stays there.
-            inside = (newton >= a) & (newton <= b)
-            return a, b, jnp.where(inside, newton, 0.5 * (a + b))
+        def excess_and_density(v):
+            """h(v) and its derivative, the density at v."""
+            return excess(v), jnp.exp(log_density(v))
 
         start = mean_z - guess * sd_z if upper else mean_z + guess * sd_z
         start = jnp.clip(start, lo, hi)
-        _, _, v = jax.lax.fori_loop(0, _QUANTILE_STEPS, step, (jnp.array(lo), jnp.array(hi), start))
-        return v
+        # No guard: the density is never negative, and where it is 0 Newton's
+        # point (±∞ or NaN) is in no bracket. (A guard's select would also stop
+        # XLA rewriting h / exp(y) as h·exp(−y), which moves the last bits.)
+        a, b = jnp.array(lo), jnp.array(hi)
+        return bracketed_newton(
+            excess_and_density, a, b, start, _QUANTILE_STEPS, guard=False, zero_below=True
+        )
 
     return quantile(False), quantile(True)
 

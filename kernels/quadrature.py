@@ -65,6 +65,7 @@ import numpy as np
 from jax.scipy.special import xlog1py, xlogy
 
 from binmetric_sweep.kernels.counts import Counts
+from binmetric_sweep.kernels.roots import bracketed_newton, in_open_bracket_or_still
 
 Array = jax.Array
 
@@ -423,21 +424,12 @@ def _log_concave_peak(slope_fn, lo, hi, start, iterations: int = 32):
     g_lo, _ = slope_fn(lo + eps)
     g_hi, _ = slope_fn(hi - eps)
 
-    def step(_, state):
-        a, b, x = state
-        g, h = slope_fn(x)
-        a, b = jnp.where(g > 0, x, a), jnp.where(g > 0, b, x)
-        newton = x - g / jnp.where(h < 0, h, -1.0)
-        # A step too small to move x has converged; bisecting then would
-        # throw the mode away for the middle of a bracket that may never
-        # have closed in on it.
-        inside = ((newton > a) & (newton < b)) | (newton == x)
-        return a, b, jnp.where(inside, newton, 0.5 * (a + b))
-
     # Not at an end: next to a factor's zero, Newton only doubles the distance
     # to it per step (seen: 30 of the 32 steps spent leaving s_hi − 1e-9).
     start = jnp.clip(start, lo + span / 64, hi - span / 64)
-    _, _, x = jax.lax.fori_loop(0, iterations, step, (lo, hi, start))
+    x = bracketed_newton(
+        slope_fn, lo, hi, start, iterations, increasing=False, accept=in_open_bracket_or_still
+    )
     x = jnp.where(g_lo <= 0, lo, jnp.where(g_hi >= 0, hi, x))
     g, h = slope_fn(jnp.clip(x, lo + eps, hi - eps))
     scale = 1.0 / jnp.sqrt(jnp.maximum(-h, 0.0) + g * g)
@@ -757,19 +749,9 @@ def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
         )
         return cdf - target, jnp.where(smooth, jnp.exp(log_value), value)
 
-    def step(_, state):
-        lo, hi, b = state
-        h, slope = excess(b)
-        lo, hi = jnp.where(h < 0, b, lo), jnp.where(h < 0, hi, b)
-        newton = b - h / jnp.where(slope > 0, slope, 1.0)
-        # ≤, not <: at convergence b is an end of the bracket and Newton stays there.
-        inside = (slope > 0) & (newton >= lo) & (newton <= hi)
-        return lo, hi, jnp.where(inside, newton, 0.5 * (lo + hi))
-
     # Start where the CDF would reach the target if the density were flat.
     start = jnp.clip(2.0 * target / mass[panel] - 1.0, -1.0, 1.0)
-    bracket = (jnp.array(-1.0), jnp.array(1.0), start)
-    _, _, b = jax.lax.fori_loop(0, _PANEL_QUANTILE_STEPS, step, bracket)
+    b = bracketed_newton(excess, jnp.array(-1.0), jnp.array(1.0), start, _PANEL_QUANTILE_STEPS)
     return panels.position(panel, b)
 
 

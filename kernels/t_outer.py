@@ -64,6 +64,7 @@ from binmetric_sweep.kernels.quadrature import (
     logit_hermite_rule,
     summaries_agree,
 )
+from binmetric_sweep.kernels.roots import bracketed_newton
 
 Array = jax.Array
 
@@ -218,17 +219,13 @@ def _quantile(panels, weights: Array, q: float, mean, sd, steps: int):
         dy = 2.0 / (width * jnp.sqrt((alpha - c) ** 2 + h**2))
         return jnp.sum(below[rows, k] + part), jnp.sum(jnp.where(inside, value * dy, 0.0))
 
-    def step(_, state):
-        lo, hi, alpha = state
+    def excess(alpha):
+        """F(α) − q and its derivative."""
         f, slope = cdf(alpha)
-        f = f - q
-        lo, hi = jnp.where(f < 0, alpha, lo), jnp.where(f < 0, hi, alpha)
-        newton = alpha - f / jnp.where(slope > 0, slope, 1.0)
-        inside = (slope > 0) & (newton >= lo) & (newton <= hi)
-        return lo, hi, jnp.where(inside, newton, 0.5 * (lo + hi))
+        return f - q, slope
 
     start = jnp.clip(mean + sd * jax.scipy.special.ndtri(q), 1e-12, 1.0 - 1e-12)
-    _, _, alpha = jax.lax.fori_loop(0, steps, step, (jnp.array(0.0), jnp.array(1.0), start))
+    alpha = bracketed_newton(excess, jnp.array(0.0), jnp.array(1.0), start, steps)
     return alpha, jnp.abs(cdf(alpha)[0] - q) <= _QUANTILE_RESIDUAL
 
 
