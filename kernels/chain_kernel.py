@@ -136,7 +136,7 @@ def run_blocks(
     def kernel(*refs):
         valid_ref, k0_ref, k1_ref, *rest = refs[: len(inputs)]
         z_refs, arg_refs = rest[:dim], rest[dim:]
-        alpha_ref, steps_ref, *total_refs = refs[len(inputs) :]
+        draws_ref, steps_ref, *total_refs = refs[len(inputs) :]
         rows = pl.program_id(0) * block + jnp.arange(block)
         leaves = [r[...] != 0 if b else r[...] for r, b in zip(arg_refs, bools, strict=True)]
         args = jax.tree.unflatten(treedef, leaves)
@@ -147,7 +147,7 @@ def run_blocks(
 
         def step(state):
             state, draw = step_all(state, args, sampler)
-            plgpu.store(alpha_ref.at[rows, draw.index], draw.alpha, mask=draw.kept)
+            plgpu.store(draws_ref.at[rows, draw.index], draw.value, mask=draw.kept)
             if record_steps:
                 plgpu.store(steps_ref.at[rows, draw.index], draw.leaves, mask=draw.kept)
             return state
@@ -160,7 +160,7 @@ def run_blocks(
     dtype = z.dtype
     lane = pl.BlockSpec((block,), lambda i: (i,))
     whole = pl.BlockSpec(memory_space=pl.ANY)
-    alpha, steps, divergences, depth_sum, total_steps, leapfrogs = pl.pallas_call(
+    draws, steps, divergences, depth_sum, total_steps, leapfrogs = pl.pallas_call(
         kernel,
         out_shape=(
             jax.ShapeDtypeStruct((padded, samples), dtype),
@@ -179,7 +179,7 @@ def run_blocks(
     )(*inputs)
     # A padding lane, or one past n_valid, wrote nothing; its outputs are zeros.
     ran = valid[:size]
-    alpha = jnp.where(ran[:, None], alpha[:size], 0.0)
+    draws = jnp.where(ran[:, None], draws[:size], 0.0)
     totals = [jnp.where(ran, x[:size], 0) for x in (divergences, depth_sum, total_steps, leapfrogs)]
     steps = jnp.where(ran[:, None], steps[:size], 0) if record_steps else totals[2]
-    return ChainOutputs(alpha, totals[0], totals[1], steps, totals[3])
+    return ChainOutputs(draws, totals[0], totals[1], steps, totals[3])

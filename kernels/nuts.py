@@ -223,6 +223,12 @@ def _potential_fn_gen(counts: Counts, ridge: Array | bool, centres=(None, None))
     )
 
 
+def _alpha(position: tuple[Array, ...]) -> Array:
+    """α (probability scale) of a lane's position, d per-coordinate arrays: the
+    first coordinate is logit α in the logits and in the ridge coordinates alike."""
+    return jax.nn.sigmoid(position[0])
+
+
 def _centres(counts: Counts, ridge: Array | bool):
     """Term centres of the densities :func:`_potential_fn_gen` evaluates, for ``(L,)`` counts.
 
@@ -312,6 +318,7 @@ def _run_stepwise(
         settings.max_tree_depth,
         settings.warmup_max_tree_depth,
         settings.record_steps,
+        observe=_alpha,
         conditionals=jax.default_backend() == "cpu",
     )
     if resolve_loop(settings).loop == "kernel":
@@ -327,7 +334,7 @@ def _run_stepwise(
     else:
         out = run_queue(run_keys, positions, args, sampler, slots=slots, n_valid=n_valid)
     return ChainDraws(
-        alpha=out.alpha,
+        alpha=out.draws,
         divergences=out.divergences,
         tree_depth=out.depth_sum / settings.samples,
         steps=out.steps,

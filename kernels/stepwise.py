@@ -18,17 +18,28 @@ transitions, vary far less between lanes than single trajectories do
 (efficiency 0.73-0.79 on the same batches, 0.84-0.87 with lanes sorted by
 difficulty, in two benchmark runs with different random streams).
 
-The transition is NumPyro's NUTS (``numpyro.infer.hmc_util.build_tree``),
-step for step: velocity Verlet (NumPyro's ``velocity_verlet``), multinomial
-sampling within a doubling, biased progressive sampling between doublings,
-the generalised U-turn criterion at the iterative checkpoints, and a
-divergence where the energy error exceeds 1000. Warm-up uses NumPyro's
-``warmup_adapter`` (dual averaging; Stan's windows for a diagonal mass
-matrix; ported in :mod:`kernels.adaptation`), and the step-size heuristic of
+The transition is NUTS (Hoffman & Gelman 2014) with multinomial sampling
+and the generalised U-turn criterion (Betancourt 2017), as NumPyro's
+``numpyro.infer.hmc_util.build_tree`` runs it, step for step: velocity
+Verlet (NumPyro's ``velocity_verlet``), multinomial sampling within a
+doubling, biased progressive sampling between doublings, the generalised
+U-turn criterion at the iterative checkpoints, and a divergence where the
+energy error exceeds 1000. Warm-up uses NumPyro's ``warmup_adapter`` (dual
+averaging; Stan's windows for a diagonal mass matrix; ported in
+:mod:`kernels.adaptation`), and the step-size heuristic of
 ``find_reasonable_step_size`` runs, as there, at the start and after each
 mass-matrix update, one trial step per iteration (its trial momenta drawn
 from the current mass matrix, where NumPyro scales them by the inverse mass
 matrix). Only the diagonal mass matrix is supported.
+
+The step (:func:`_advance`) composes small functions, one concept each, as
+blackjax's ``nuts.py`` composes its modules: the trajectory (the leapfrog
+integrator and the step's leaf), termination (U-turn, divergence, depth),
+proposal (multinomial within a doubling, biased progressive between
+doublings) and adaptation (the step-size search, the warm-up adapter). It
+knows nothing of the model: it samples positions, and the caller's
+``Sampler.observe`` maps the position of each kept transition to the scalar
+stored as its draw.
 
 Every coordinate of a point, a momentum, a gradient or the mass matrix is an
 array of its own (:data:`Vector`), and the randomness comes from Threefry in
@@ -50,6 +61,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -200,13 +212,13 @@ class Draw(NamedTuple):
     Attributes:
         kept: whether a transition after warm-up ended at this step.
         index: which of the ``samples`` draws it is.
-        alpha: sigmoid(z[0]) of its point (probability scale).
+        value: ``Sampler.observe`` of its point.
         leaves: its leapfrog steps.
     """
 
     kept: Array
     index: Array
-    alpha: Array
+    value: Array
     leaves: Array
 
 
@@ -214,17 +226,41 @@ class ChainOutputs(NamedTuple):
     """What is kept of each chain (leading ``(L,)``).
 
     Attributes:
-        alpha: ``(samples,)`` α draws (probability scale).
+        draws: ``(samples,)`` ``Sampler.observe`` of each kept transition's point.
         divergences, depth_sum, leapfrogs: as in :class:`StepwiseState`.
         steps: leapfrog steps after warm-up: a total, or ``(samples,)`` per
             transition with ``record_steps``.
     """
 
-    alpha: Array
+    draws: Array
     divergences: Array
     depth_sum: Array
     steps: Array
     leapfrogs: Array
+
+
+class Sampler(NamedTuple):
+    """The static parts of a run: the functions and settings a step closes over.
+
+    Built by :func:`make_sampler`; a runner (:func:`run_lanes`,
+    :func:`run_queue`, :func:`kernels.chain_kernel.run_blocks`) passes it to
+    :func:`initial_lanes` and :func:`step_all`, which close over it: its
+    fields are Python values, never traced.
+    """
+
+    potential_fn_gen: Callable
+    # What a draw keeps of a transition's point: the sampler knows no model.
+    observe: Callable[[Vector], Array]
+    dim: int
+    warmup: int
+    samples: int
+    target_accept: float
+    max_tree_depth: int
+    warmup_max_tree_depth: int
+    record_steps: bool
+    # Batch-level conditionals (:func:`_materialized`, the adaptation update):
+    # on CPU, where they are cheap; an accelerator would wait on its host for each.
+    conditionals: bool
 
 
 def _select(flag, on_true, on_false):
@@ -243,15 +279,16 @@ def _dot(*vectors) -> Array:
 
 
 def _kinetic(inverse_mass: Vector, r: Vector) -> Array:
+    """The kinetic energy ½ rᵀ M⁻¹ r (diagonal M)."""
     return 0.5 * _dot(inverse_mass, r, r)
 
 
-def _is_turning(inverse_mass: Vector, r_left: Vector, r_right: Vector, r_sum: Vector) -> Array:
-    """NumPyro's generalised U-turn criterion."""
-    r_sum = _by_coordinate(lambda s, a, b: s - 0.5 * (a + b), r_sum, r_left, r_right)
-    left = _dot(inverse_mass, r_left, r_sum)
-    right = _dot(inverse_mass, r_right, r_sum)
-    return (left <= 0) | (right <= 0)
+# The pieces of the step. Each is a function of one lane (the step is vmapped
+# over lanes, :func:`step_all`): every array is a lane's scalar, a
+# :data:`Vector` d of them. ``store`` is :func:`_materialized` with the
+# batch's flag bound: where a piece stores a value, the step computes it once.
+
+# Trajectory: the integrator and the leaf each step adds.
 
 
 def _leapfrog(potential_fn, step_size: Array, inverse_mass: Vector, point: IntegratorState):
@@ -263,15 +300,38 @@ def _leapfrog(potential_fn, step_size: Array, inverse_mass: Vector, point: Integ
     return IntegratorState(z, r, potential_energy, z_grad)
 
 
-def _checkpoint_range(leaf: Array) -> tuple[Array, Array]:
-    """Checkpoints that leaf ``leaf`` of a doubling is U-turn-checked against (inclusive).
+def _momentum(adapt: Adaptation, normal: Vector) -> Vector:
+    """A momentum drawn from N(0, M): standard normals scaled by √M (diagonal)."""
+    return _by_coordinate(jnp.multiply, adapt.mass_matrix_sqrt, normal)
 
-    idx_max counts the set bits of leaf >> 1; the range holds one checkpoint
-    per completed sub-subtree that ends at this leaf (trailing ones of leaf).
+
+def _next_leaf(
+    potential_fn,
+    state: StepwiseState,
+    searching: Array,
+    trial_step: Array,
+    trial_r: Vector,
+    store: Callable,
+) -> tuple[IntegratorState, Array]:
+    """The step's leaf and its energy error ΔH (NaN counted as +∞).
+
+    Searching, a trial step of ``trial_step`` from the current position with
+    momentum ``trial_r``; else a step of the adapted size from the doubling's
+    edge, in its direction.
     """
-    idx_max = jax.lax.population_count(leaf >> 1)
-    trailing = jax.lax.population_count((~leaf & (leaf + 1)) - 1)
-    return idx_max - trailing + 1, idx_max
+    adapt, doubling = state.adapt, state.doubling
+    inverse_mass = adapt.inverse_mass_matrix
+    start = _select(searching, state.position._replace(r=trial_r), doubling.edge)
+    signed_step = jnp.where(doubling.going_right, adapt.step_size, -adapt.step_size)
+    step_size = jnp.where(searching, trial_step, signed_step)
+    leaf = store(_leapfrog(potential_fn, step_size, inverse_mass, start))
+    start_energy = jnp.where(
+        searching,
+        state.position.potential_energy + _kinetic(inverse_mass, trial_r),
+        state.trajectory.energy,
+    )
+    delta = leaf.potential_energy + _kinetic(inverse_mass, leaf.r) - start_energy
+    return leaf, jnp.where(jnp.isnan(delta), jnp.inf, delta)
 
 
 def _start_trajectory(point: IntegratorState, r: Vector, inverse_mass: Vector) -> Trajectory:
@@ -306,26 +366,239 @@ def _start_doubling(trajectory: Trajectory, going_right: Array, max_depth: int) 
     )
 
 
-class Sampler(NamedTuple):
-    """The static parts of a run: the functions and settings a step closes over.
+# Termination: a doubling or a trajectory ends at a U-turn (the generalised
+# criterion, Betancourt 2017), a divergence, or its depth.
 
-    Built by :func:`make_sampler`; a runner (:func:`run_lanes`,
-    :func:`run_queue`, :func:`kernels.chain_kernel.run_blocks`) passes it to
-    :func:`initial_lanes` and :func:`step_all`, which close over it: its
-    fields are Python values, never traced.
+
+def _is_divergent(delta: Array) -> Array:
+    """Whether an energy error ΔH ends the trajectory as divergent."""
+    return delta > MAX_DELTA_ENERGY
+
+
+def _is_turning(inverse_mass: Vector, r_left: Vector, r_right: Vector, r_sum: Vector) -> Array:
+    """NumPyro's generalised U-turn criterion."""
+    r_sum = _by_coordinate(lambda s, a, b: s - 0.5 * (a + b), r_sum, r_left, r_right)
+    left = _dot(inverse_mass, r_left, r_sum)
+    right = _dot(inverse_mass, r_right, r_sum)
+    return (left <= 0) | (right <= 0)
+
+
+def _checkpoint_range(leaf: Array) -> tuple[Array, Array]:
+    """Checkpoints that leaf ``leaf`` of a doubling is U-turn-checked against (inclusive).
+
+    idx_max counts the set bits of leaf >> 1; the range holds one checkpoint
+    per completed sub-subtree that ends at this leaf (trailing ones of leaf).
+    """
+    idx_max = jax.lax.population_count(leaf >> 1)
+    trailing = jax.lax.population_count((~leaf & (leaf + 1)) - 1)
+    return idx_max - trailing + 1, idx_max
+
+
+def _checkpoint_turning(
+    doubling: Doubling, r: Vector, r_sum: Vector, inverse_mass: Vector
+) -> tuple[tuple[Vector, ...], tuple[Vector, ...], Array]:
+    """The doubling's U-turn check at its new leaf (NumPyro's ``_is_iterative_turning``).
+
+    Args:
+        doubling: the doubling before the leaf; its ``leaves`` is the leaf's index.
+        r, r_sum: the leaf's momentum and the doubling's momentum sum with it.
+
+    Returns:
+        The checkpoints with the leaf's written where it starts a sub-subtree
+        (even leaves), and whether any sub-subtree that ends at the leaf turns.
+    """
+    low, high = _checkpoint_range(doubling.leaves)
+    even = doubling.leaves % 2 == 0
+    r_checkpoints, r_sum_checkpoints, turning = [], [], jnp.zeros_like(even)
+    for index, (r_old, r_sum_old) in enumerate(
+        zip(doubling.r_checkpoints, doubling.r_sum_checkpoints, strict=True)
+    ):
+        write = even & (index == high)
+        r_checkpoint = _select(write, r, r_old)
+        r_sum_checkpoint = _select(write, r_sum, r_sum_old)
+        sub_sum = _by_coordinate(lambda a, b, c: a - b + c, r_sum, r_sum_checkpoint, r_checkpoint)
+        sub_turning = _is_turning(inverse_mass, r_checkpoint, r, sub_sum)
+        turning = turning | (sub_turning & (index >= low) & (index <= high))
+        r_checkpoints.append(r_checkpoint)
+        r_sum_checkpoints.append(r_sum_checkpoint)
+    return tuple(r_checkpoints), tuple(r_sum_checkpoints), turning
+
+
+def _doubling_done(doubling: Doubling, depth: Array, turning: Array, diverging: Array) -> Array:
+    """Whether a doubling ends: its 2^depth leaves taken, a U-turn within it, or a divergence."""
+    return (doubling.leaves == 2**depth) | turning | diverging
+
+
+def _trajectory_done(
+    trajectory: Trajectory, max_depth: Array, turning: Array, diverging: Array
+) -> Array:
+    """Whether a trajectory whose doubling just ended ends there.
+
+    It ends at its depth cap, at a U-turn (``turning``: of the whole
+    trajectory or within the doubling), or at a divergence.
+    """
+    return (trajectory.depth >= max_depth) | turning | diverging
+
+
+# Proposal: multinomial sampling (Betancourt 2017) drawn progressively, each
+# point with probability proportional to exp(−H).
+
+
+def _uniform_progressive(first: Array, uniform: Array, leaf_weight: Array, log_weight: Array):
+    """Whether a doubling's new leaf becomes its proposal: with probability
+    w_leaf / (w_doubling + w_leaf), always as its first leaf (multinomial within a doubling).
+
+    ``leaf_weight`` and ``log_weight``: log w of the leaf and of the doubling so far.
+    """
+    return first | (uniform < jax.nn.sigmoid(leaf_weight - log_weight))
+
+
+def _biased_progressive(uniform: Array, new_weight: Array, old_weight: Array, stop: Array):
+    """Whether a finished doubling's proposal replaces the trajectory's: with probability
+    min(1, w_doubling / w_trajectory), never where the doubling stopped early
+    (biased progressive sampling between doublings; ``*_weight`` are log w).
+    """
+    move = jnp.where(stop, 0.0, jnp.minimum(jnp.exp(new_weight - old_weight), 1.0))
+    return uniform < move
+
+
+# Tree building: the leaf joins the doubling, a finished doubling the trajectory.
+
+
+def _grow_doubling(
+    doubling: Doubling,
+    leaf: IntegratorState,
+    delta: Array,
+    uniform: Array,
+    inverse_mass: Vector,
+    store: Callable,
+) -> tuple[Doubling, Array, Array]:
+    """The doubling with ``leaf`` added, and whether that leaf turns it or diverges.
+
+    Args:
+        leaf, delta: the step's leaf and its energy error ΔH.
+        uniform: the step's uniform draw for the proposal.
+    """
+    leaf_weight = -delta
+    diverging = _is_divergent(delta)
+    accept = jnp.minimum(jnp.exp(-delta), 1.0)
+    first = doubling.leaves == 0
+    take_leaf = _uniform_progressive(first, uniform, leaf_weight, doubling.log_weight)
+    r_sum = _by_coordinate(lambda s, r: jnp.where(first, r, s + r), doubling.r_sum, leaf.r)
+    r_checkpoints, r_sum_checkpoints, turning = _checkpoint_turning(
+        doubling, leaf.r, r_sum, inverse_mass
+    )
+    # Stored once: each select of the two proposals below would compute them again.
+    take_leaf, turning = store((take_leaf, turning))
+    grown = Doubling(
+        going_right=doubling.going_right,
+        edge=leaf,
+        proposal=_select(take_leaf, leaf, doubling.proposal),
+        log_weight=jnp.where(first, leaf_weight, jnp.logaddexp(doubling.log_weight, leaf_weight)),
+        r_sum=r_sum,
+        accept_sum=jnp.where(first, accept, doubling.accept_sum + accept),
+        leaves=doubling.leaves + 1,
+        r_checkpoints=r_checkpoints,
+        r_sum_checkpoints=r_sum_checkpoints,
+    )
+    return grown, turning, diverging
+
+
+def _merge_doubling(
+    trajectory: Trajectory, doubling: Doubling, uniform: Array, turning: Array, diverging: Array
+) -> Trajectory:
+    """The trajectory with a finished ``doubling`` joined at its end (``turning``,
+    ``diverging``: whether the doubling stopped early, its proposal then refused)."""
+    left = _select(doubling.going_right, trajectory.left, doubling.edge)
+    right = _select(doubling.going_right, doubling.edge, trajectory.right)
+    r_sum = _by_coordinate(jnp.add, trajectory.r_sum, doubling.r_sum)
+    move = _biased_progressive(
+        uniform, doubling.log_weight, trajectory.log_weight, turning | diverging
+    )
+    return Trajectory(
+        left=left,
+        right=right,
+        proposal=_select(move, doubling.proposal, trajectory.proposal),
+        log_weight=jnp.logaddexp(trajectory.log_weight, doubling.log_weight),
+        r_sum=r_sum,
+        depth=trajectory.depth + 1,
+        accept_sum=trajectory.accept_sum + doubling.accept_sum,
+        leaves=trajectory.leaves + doubling.leaves,
+        energy=trajectory.energy,
+    )
+
+
+# Adaptation: the step-size search (find_reasonable_step_size) and the
+# warm-up adapter (kernels.adaptation).
+
+
+def _search_trial(search: StepSearch, adapt: Adaptation, normal: Vector) -> tuple[Array, Vector]:
+    """The search's next trial: its step size (the last doubled or halved) and a fresh momentum."""
+    trial_step = search.step_size * 2.0 ** search.direction.astype(search.step_size.dtype)
+    return trial_step, _momentum(adapt, normal)
+
+
+def _search_update(
+    search: StepSearch, trial_step: Array, delta: Array, searching: Array
+) -> tuple[StepSearch, Array]:
+    """The search after a trial of energy error ``delta``; whether it is done.
+
+    It doubles or halves while the acceptance stays on the same side of 0.8,
+    and stops at the float type's extremes.
+    """
+    direction = jnp.where(_LOG_SEARCH_ACCEPT < -delta, 1, -1).astype(jnp.int32)
+    finfo = jnp.finfo(trial_step.dtype)
+    not_extreme = ((trial_step > finfo.tiny) | (direction >= 0)) & (
+        (trial_step < finfo.max) | (direction <= 0)
+    )
+    more = not_extreme & ((search.direction == 0) | (direction == search.direction))
+    return StepSearch(trial_step, search.direction, direction), searching & ~more
+
+
+def _next_search(searched: StepSearch, window_end: Array, step_size: Array) -> StepSearch:
+    """The search goes on, or, at a mass-matrix window's end, starts again from ``step_size``."""
+    unset = jnp.zeros_like(searched.last_direction)
+    return _select(window_end, StepSearch(step_size, unset, unset), searched)
+
+
+def _adapt(
+    state: StepwiseState,
+    sampler: Sampler,
+    trajectory: Trajectory,
+    transition_done: Array,
+    warm: Array,
+    warming: Array,
+) -> tuple[Adaptation, Array]:
+    """The adaptation after a warm-up transition that ended on ``trajectory``
+    (unchanged otherwise), and whether it ended a mass-matrix window.
+
+    ``warm``: whether the lane's transition is a warm-up one; ``warming``:
+    whether any lane of the batch is in one (the update is skipped otherwise).
     """
 
-    potential_fn_gen: object
-    dim: int
-    warmup: int
-    samples: int
-    target_accept: float
-    max_tree_depth: int
-    warmup_max_tree_depth: int
-    record_steps: bool
-    # Batch-level conditionals (:func:`_materialized`, the adaptation update):
-    # on CPU, where they are cheap; an accelerator would wait on its host for each.
-    conditionals: bool
+    def update():
+        accept_prob = trajectory.accept_sum / trajectory.leaves
+        return update_adaptation(
+            sampler.warmup,
+            sampler.target_accept,
+            state.transition,
+            accept_prob,
+            trajectory.proposal.z,
+            state.adapt,
+        )
+
+    # With conditionals, computed only while a lane of the batch is warming up.
+    if sampler.conditionals:
+        adapted = jax.lax.cond(warming, update, lambda: state.adapt)
+    else:
+        adapted = update()
+    adapt = _select(transition_done & warm, adapted, state.adapt)
+    ends = [state.transition == end for end in window_ends(sampler.warmup)]
+    at_window_end = functools.reduce(jnp.logical_or, ends, jnp.zeros_like(warm))
+    return adapt, transition_done & warm & at_window_end
+
+
+# The step.
 
 
 def _initial_state(
@@ -402,193 +675,117 @@ def _materialized(tree, running: Array, sampler: Sampler):
     return jax.lax.cond(running, lambda t: t, lambda t: jax.tree.map(jnp.zeros_like, t), tree)
 
 
+def _draw(state: StepwiseState, sampler: Sampler, trajectory: Trajectory, kept: Array) -> Draw:
+    """The draw of a transition ending on ``trajectory``: ``sampler.observe`` of its proposal."""
+    return Draw(
+        kept,
+        jnp.clip(state.transition - sampler.warmup, 0, sampler.samples - 1),
+        sampler.observe(trajectory.proposal.z),
+        trajectory.leaves,
+    )
+
+
+def _next_mode(
+    active: Array, finished: Array, window_end: Array, searching: Array, search_done: Array
+) -> Array:
+    """The lane's next mode: done, searching for a step size, or building a trajectory."""
+    return jnp.where(
+        finished | ~active,
+        DONE,
+        jnp.where(window_end | (searching & ~search_done), SEARCH, TREE),
+    ).astype(jnp.int32)
+
+
+def _counted(
+    state: StepwiseState, draw: Draw, diverging: Array, depth: Array, active: Array
+) -> _Totals:
+    """The lane's counts with this step's: a kept transition's divergence, depth and leapfrog
+    steps, and the step itself where the lane is active."""
+    return _Totals(
+        divergences=state.divergences + (draw.kept & diverging).astype(jnp.int32),
+        depth_sum=state.depth_sum + jnp.where(draw.kept, depth, 0.0),
+        steps=state.steps + jnp.where(draw.kept, draw.leaves, 0),
+        leapfrogs=state.leapfrogs + active.astype(jnp.int32),
+    )
+
+
 def _advance(
     state: StepwiseState, model_args, sampler: Sampler, running: Array, warming: Array
 ) -> tuple[StepwiseState, Draw]:
     """One leapfrog step of one lane, and whatever ends or begins with it; the draw to keep.
+
+    NUTS (Hoffman & Gelman 2014; multinomial, Betancourt 2017) as a state
+    machine: the step adds a leaf to the doubling in progress (or tries a
+    step size); a finished doubling joins the trajectory; a finished
+    trajectory ends the transition, which adapts, draws, and starts the next.
 
     ``running`` and ``warming`` are the batch's, not the lane's: whether any
     lane is still sampling (True wherever a step runs) and whether any is
     still warming up. Once a lane is done its outputs (draws, counts,
     position) no longer change.
     """
+    store = functools.partial(_materialized, running=running, sampler=sampler)
     potential_fn = sampler.potential_fn_gen(*model_args)
-    dtype = state.position.potential_energy.dtype
     # Stored once: each of the step's 2·dim + 3 values would compute it again.
-    step_key = _materialized(fold_in(state.key, state.leapfrogs), running, sampler)
-    normals, uniforms = _materialized(
-        _step_randomness(step_key, sampler.dim, dtype), running, sampler
-    )
-    adapt, search, trajectory, doubling = (
-        state.adapt,
-        state.search,
-        state.trajectory,
-        state.doubling,
-    )
-    inverse_mass = adapt.inverse_mass_matrix
+    step_key = store(fold_in(state.key, state.leapfrogs))
+    dtype = state.position.potential_energy.dtype
+    normals, uniforms = store(_step_randomness(step_key, sampler.dim, dtype))
+    inverse_mass = state.adapt.inverse_mass_matrix
     searching = state.mode == SEARCH
 
-    # The step: a trial of the step-size search from the current point with a
-    # fresh momentum, or the next leaf of the doubling.
-    trial_step = search.step_size * 2.0 ** search.direction.astype(search.step_size.dtype)
-    trial_r = _by_coordinate(jnp.multiply, adapt.mass_matrix_sqrt, normals[0])
-    start = _select(searching, state.position._replace(r=trial_r), doubling.edge)
-    signed_step = jnp.where(doubling.going_right, adapt.step_size, -adapt.step_size)
-    step_size = jnp.where(searching, trial_step, signed_step)
-    leaf = _leapfrog(potential_fn, step_size, inverse_mass, start)
-    leaf = _materialized(leaf, running, sampler)
-    start_energy = jnp.where(
-        searching,
-        state.position.potential_energy + _kinetic(inverse_mass, trial_r),
-        trajectory.energy,
+    # The step: a trial of the step-size search, or the doubling's next leaf.
+    trial_step, trial_r = _search_trial(state.search, state.adapt, normals[0])
+    leaf, delta = _next_leaf(potential_fn, state, searching, trial_step, trial_r, store)
+    searched, search_done = _search_update(state.search, trial_step, delta, searching)
+    grown, d_turning, diverging = _grow_doubling(
+        state.doubling, leaf, delta, uniforms[0], inverse_mass, store
     )
-    delta = leaf.potential_energy + _kinetic(inverse_mass, leaf.r) - start_energy
-    delta = jnp.where(jnp.isnan(delta), jnp.inf, delta)
-
-    # Step-size search (find_reasonable_step_size): double or halve while the
-    # acceptance stays on the same side of 0.8.
-    direction = jnp.where(_LOG_SEARCH_ACCEPT < -delta, 1, -1).astype(jnp.int32)
-    finfo = jnp.finfo(trial_step.dtype)
-    not_extreme = ((trial_step > finfo.tiny) | (direction >= 0)) & (
-        (trial_step < finfo.max) | (direction <= 0)
-    )
-    more = not_extreme & ((search.direction == 0) | (direction == search.direction))
-    search_done = searching & ~more
-    searched = StepSearch(trial_step, search.direction, direction)
-
-    # The leaf joins the doubling: multinomial (uniform progressive) sampling.
-    leaf_weight = -delta
-    diverging = delta > MAX_DELTA_ENERGY
-    accept = jnp.minimum(jnp.exp(-delta), 1.0)
-    first = doubling.leaves == 0
-    take_leaf = first | (uniforms[0] < jax.nn.sigmoid(leaf_weight - doubling.log_weight))
-    d_r_sum = _by_coordinate(lambda s, r: jnp.where(first, r, s + r), doubling.r_sum, leaf.r)
-    low, high = _checkpoint_range(doubling.leaves)
-    even = doubling.leaves % 2 == 0
-    r_checkpoints, r_sum_checkpoints, d_turning = [], [], jnp.zeros_like(first)
-    for index, (r_old, r_sum_old) in enumerate(
-        zip(doubling.r_checkpoints, doubling.r_sum_checkpoints, strict=True)
-    ):
-        write = even & (index == high)
-        r_checkpoint = _select(write, leaf.r, r_old)
-        r_sum_checkpoint = _select(write, d_r_sum, r_sum_old)
-        sub_sum = _by_coordinate(lambda a, b, c: a - b + c, d_r_sum, r_sum_checkpoint, r_checkpoint)
-        sub_turning = _is_turning(inverse_mass, r_checkpoint, leaf.r, sub_sum)
-        d_turning = d_turning | (sub_turning & (index >= low) & (index <= high))
-        r_checkpoints.append(r_checkpoint)
-        r_sum_checkpoints.append(r_sum_checkpoint)
-    # Stored once: each select of the two proposals below would compute them again.
-    take_leaf, d_turning = _materialized((take_leaf, d_turning), running, sampler)
-    grown = Doubling(
-        going_right=doubling.going_right,
-        edge=leaf,
-        proposal=_select(take_leaf, leaf, doubling.proposal),
-        log_weight=jnp.where(first, leaf_weight, jnp.logaddexp(doubling.log_weight, leaf_weight)),
-        r_sum=d_r_sum,
-        accept_sum=jnp.where(first, accept, doubling.accept_sum + accept),
-        leaves=doubling.leaves + 1,
-        r_checkpoints=tuple(r_checkpoints),
-        r_sum_checkpoints=tuple(r_sum_checkpoints),
-    )
-    doubling_done = (grown.leaves == 2**trajectory.depth) | d_turning | diverging
-
-    # A finished doubling joins the trajectory: biased progressive sampling.
-    left = _select(doubling.going_right, trajectory.left, leaf)
-    right = _select(doubling.going_right, leaf, trajectory.right)
-    r_sum = _by_coordinate(jnp.add, trajectory.r_sum, grown.r_sum)
-    move = jnp.where(
-        d_turning | diverging,
-        0.0,
-        jnp.minimum(jnp.exp(grown.log_weight - trajectory.log_weight), 1.0),
-    )
-    merged = Trajectory(
-        left=left,
-        right=right,
-        proposal=_select(uniforms[1] < move, grown.proposal, trajectory.proposal),
-        log_weight=jnp.logaddexp(trajectory.log_weight, grown.log_weight),
-        r_sum=r_sum,
-        depth=trajectory.depth + 1,
-        accept_sum=trajectory.accept_sum + grown.accept_sum,
-        leaves=trajectory.leaves + grown.leaves,
-        energy=trajectory.energy,
-    )
+    doubling_done = _doubling_done(grown, state.trajectory.depth, d_turning, diverging)
+    merged = _merge_doubling(state.trajectory, grown, uniforms[1], d_turning, diverging)
     warm = state.transition < sampler.warmup
     max_depth = jnp.where(warm, sampler.warmup_max_tree_depth, sampler.max_tree_depth)
-    turning = d_turning | _is_turning(inverse_mass, left.r, right.r, r_sum)
+    turning = d_turning | _is_turning(inverse_mass, merged.left.r, merged.right.r, merged.r_sum)
     active = state.mode != DONE
     transition_done = (
-        active & ~searching & doubling_done & ((merged.depth >= max_depth) | turning | diverging)
+        active
+        & ~searching
+        & doubling_done
+        & _trajectory_done(merged, max_depth, turning, diverging)
     )
-    transition_done, doubling_done, search_done, diverging, grown, merged = _materialized(
-        (transition_done, doubling_done, search_done, diverging, grown, merged), running, sampler
+    transition_done, doubling_done, search_done, diverging, grown, merged = store(
+        (transition_done, doubling_done, search_done, diverging, grown, merged)
     )
 
-    # A finished transition: move, adapt during warm-up, keep the draw after it.
-    chosen = merged.proposal
-
-    def update():
-        accept_prob = merged.accept_sum / merged.leaves
-        return update_adaptation(
-            sampler.warmup, sampler.target_accept, state.transition, accept_prob, chosen.z, adapt
-        )
-
-    # With conditionals, computed only while a lane of the batch is warming up.
-    adapted = jax.lax.cond(warming, update, lambda: adapt) if sampler.conditionals else update()
-    adapt = _select(transition_done & warm, adapted, adapt)
-    ends = [state.transition == end for end in window_ends(sampler.warmup)]
-    at_window_end = functools.reduce(jnp.logical_or, ends, jnp.zeros_like(warm))
-    window_end = transition_done & warm & at_window_end
-    kept = transition_done & ~warm
-    draw = Draw(
-        kept,
-        jnp.clip(state.transition - sampler.warmup, 0, sampler.samples - 1),
-        jax.nn.sigmoid(chosen.z[0]),
-        merged.leaves,
-    )
+    # A finished transition: adapt during warm-up, keep the draw after it, move.
+    adapt, window_end = _adapt(state, sampler, merged, transition_done, warm, warming)
+    draw = _draw(state, sampler, merged, transition_done & ~warm)
     depth = jnp.log2(merged.leaves.astype(state.depth_sum.dtype) + 1.0)
     transition = state.transition + transition_done.astype(jnp.int32)
     finished = transition == sampler.warmup + sampler.samples
-    position = _select(transition_done, chosen, state.position)
-
+    position = _select(transition_done, merged.proposal, state.position)
     # A finished search sets the step size and restarts dual averaging there.
     adapt = _select(search_done, restart_step_size(adapt, trial_step), adapt)
 
     # What comes next: another search step, a new transition, the next
     # doubling, or the next leaf of this one.
     begin = search_done | (transition_done & ~window_end & ~finished)
-    begin, finished, window_end, position, adapt = _materialized(
-        (begin, finished, window_end, position, adapt), running, sampler
+    begin, finished, window_end, position, adapt = store(
+        (begin, finished, window_end, position, adapt)
     )
     doubling_done = doubling_done & active
-    r = _by_coordinate(jnp.multiply, adapt.mass_matrix_sqrt, normals[1])
-    fresh = _start_trajectory(position, r, adapt.inverse_mass_matrix)
-    next_trajectory = _select(begin, fresh, _select(doubling_done, merged, trajectory))
+    fresh = _start_trajectory(position, _momentum(adapt, normals[1]), adapt.inverse_mass_matrix)
+    trajectory = _select(begin, fresh, _select(doubling_done, merged, state.trajectory))
     going_right = uniforms[2] < 0.5
-    next_doubling = _select(
+    doubling = _select(
         begin | doubling_done,
-        _start_doubling(next_trajectory, going_right, sampler.max_tree_depth),
+        _start_doubling(trajectory, going_right, sampler.max_tree_depth),
         grown,
     )
-    unset = jnp.zeros_like(search.direction)
-    next_search = _select(window_end, StepSearch(adapt.step_size, unset, unset), searched)
-    mode = jnp.where(
-        finished | ~active,
-        DONE,
-        jnp.where(window_end | (searching & ~search_done), SEARCH, TREE),
-    ).astype(jnp.int32)
+    search = _next_search(searched, window_end, adapt.step_size)
+    mode = _next_mode(active, finished, window_end, searching, search_done)
+    counts = _counted(state, draw, diverging, depth, active)
     return StepwiseState(
-        key=state.key,
-        position=position,
-        adapt=adapt,
-        mode=mode,
-        transition=transition,
-        search=next_search,
-        trajectory=next_trajectory,
-        doubling=next_doubling,
-        divergences=state.divergences + (kept & diverging).astype(jnp.int32),
-        depth_sum=state.depth_sum + jnp.where(kept, depth, 0.0),
-        steps=state.steps + jnp.where(kept, merged.leaves, 0),
-        leapfrogs=state.leapfrogs + active.astype(jnp.int32),
+        state.key, position, adapt, mode, transition, search, trajectory, doubling, *counts
     ), draw
 
 
@@ -602,6 +799,7 @@ def make_sampler(
     warmup_max_tree_depth: int = 10,
     record_steps: bool = False,
     *,
+    observe: Callable[[Vector], Array],
     conditionals: bool,
 ) -> Sampler:
     """A :class:`Sampler`: everything a run closes over, as static Python values.
@@ -614,11 +812,15 @@ def make_sampler(
         max_tree_depth: cap on doublings after warm-up (2^depth − 1 leapfrogs).
         warmup_max_tree_depth: the cap during warm-up (clipped to ``max_tree_depth``).
         record_steps: keep each kept transition's leapfrog count.
+        observe: ``position -> scalar``: what is kept of each draw, from the
+            position as d per-coordinate arrays (:data:`Vector`), in its
+            dtype; e.g. ``lambda z: jax.nn.sigmoid(z[0])``.
         conditionals: skip work with batch-level conditionals (true on CPU,
             where they are cheap; an accelerator would wait on its host for each).
     """
     return Sampler(
         potential_fn_gen,
+        observe,
         int(dim),
         int(warmup),
         int(samples),
@@ -680,10 +882,10 @@ def initial_lanes(words, coordinates: Vector, model_args, sampler: Sampler) -> S
 
 
 class _Draws(NamedTuple):
-    """The kept draws of L chains: ``alpha`` ``(L, samples)``, and ``steps``, each
+    """The kept draws of L chains: ``values`` ``(L, samples)``, and ``steps``, each
     transition's leapfrogs, ``(L, samples)`` with ``record_steps`` (else ``(L, 0)``)."""
 
-    alpha: Array
+    values: Array
     steps: Array
 
 
@@ -707,9 +909,9 @@ def _empty(size: int, sampler: Sampler, dtype) -> tuple[_Draws, _Totals]:
 
 def _keep(draws: _Draws, rows: Array, draw: Draw) -> _Draws:
     """Each lane's draw, where kept, written to row ``rows[i]`` (rows out of range: none)."""
-    rows = jnp.where(draw.kept, rows, draws.alpha.shape[0])
-    alpha = draws.alpha.at[rows, draw.index].set(draw.alpha, mode="drop")
-    return _Draws(alpha, draws.steps.at[rows, draw.index].set(draw.leaves, mode="drop"))
+    rows = jnp.where(draw.kept, rows, draws.values.shape[0])
+    values = draws.values.at[rows, draw.index].set(draw.value, mode="drop")
+    return _Draws(values, draws.steps.at[rows, draw.index].set(draw.leaves, mode="drop"))
 
 
 def _total(totals: _Totals, rows: Array, state: StepwiseState) -> _Totals:
@@ -720,7 +922,7 @@ def _total(totals: _Totals, rows: Array, state: StepwiseState) -> _Totals:
 
 def _outputs(draws: _Draws, totals: _Totals, sampler: Sampler) -> ChainOutputs:
     return ChainOutputs(
-        draws.alpha,
+        draws.values,
         totals.divergences,
         totals.depth_sum,
         draws.steps if sampler.record_steps else totals.steps,
@@ -745,8 +947,9 @@ def run_lanes(
 
     Returns:
         The final :class:`StepwiseState` and the :class:`ChainOutputs`, both
-        batched: ``alpha`` ``(L, samples)`` holds sigmoid(z[0]) of every kept
-        transition; ``divergences``, ``depth_sum`` and ``steps`` count over them.
+        batched: ``draws`` ``(L, samples)`` holds ``sampler.observe`` of every
+        kept transition's point; ``divergences``, ``depth_sum`` and ``steps``
+        count over them.
     """
     return _run_all(keys, z, model_args, sampler)
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from binmetric_sweep.kernels.chain_kernel import run_blocks
-from binmetric_sweep.kernels.nuts import _centres, _potential_fn_gen, initial_position
+from binmetric_sweep.kernels.nuts import _alpha, _centres, _potential_fn_gen, initial_position
 from binmetric_sweep.kernels.stepwise import make_sampler, run_queue
 from tests.kernels.helpers import full_model_lanes
-from tests.kernels.test_stepwise import gaussian
+from tests.kernels.test_stepwise import first_coordinate, gaussian
 
 
 def test_the_kernel_runs_the_leapfrog_loops_chains_in_blocks():
@@ -36,7 +36,9 @@ def test_the_kernel_runs_the_leapfrog_loops_chains_in_blocks():
     # coordinates are lowered for Triton below).
     common = (
         (tuple(scales.T),),
-        make_sampler(gaussian, 2, 5, 5, 0.8, 5, 5, True, conditionals=True),
+        make_sampler(
+            gaussian, 2, 5, 5, 0.8, 5, 5, True, observe=first_coordinate, conditionals=True
+        ),
     )
     loop = jax.jit(lambda k, z: run_queue(k, z, *common, n_valid=37))(keys, z)
     kernel = jax.jit(lambda k, z: run_blocks(k, z, *common, n_valid=37, block=16))(keys, z)
@@ -46,7 +48,7 @@ def test_the_kernel_runs_the_leapfrog_loops_chains_in_blocks():
             np.testing.assert_array_equal(x, y, name)
         else:
             np.testing.assert_allclose(x, y, rtol=1e-9, atol=0, err_msg=name)
-    assert not np.asarray(kernel.alpha)[37:].any() and np.asarray(kernel.leapfrogs)[:37].all()
+    assert not np.asarray(kernel.draws)[37:].any() and np.asarray(kernel.leapfrogs)[:37].all()
 
 
 @pytest.mark.parametrize("ridge", [False, True])
@@ -59,7 +61,7 @@ def test_the_kernel_lowers_to_triton_for_a_gpu(ridge):
 
     def kernel(keys, z, args):
         gen = lambda c, centres: _potential_fn_gen(c, ridge, centres)  # noqa: E731
-        sampler = make_sampler(gen, 3, 500, 1000, conditionals=False)
+        sampler = make_sampler(gen, 3, 500, 1000, observe=_alpha, conditionals=False)
         return run_blocks(keys, z, args, sampler, n_valid=n - 4, interpret=False)
 
     # Triton's lowering computes a libdevice function of a weakly typed float64

@@ -2,8 +2,9 @@
 
 The model's own posteriors are checked against quadrature in test_nuts.py;
 here a Gaussian with scales 10^4 apart checks the adaptation (step size, the
-windowed diagonal mass matrix) and the sampler's moments, and lanes of very
-different cost check that a lane does not depend on its batch.
+windowed diagonal mass matrix) and the sampler's moments, lanes of very
+different cost check that a lane does not depend on its batch, and the
+sampler keeps whatever its ``observe`` makes of a position.
 """
 
 import jax
@@ -20,9 +21,15 @@ def gaussian(scale):
     return lambda z: 0.5 * sum((x / s) ** 2 for x, s in zip(z, scale, strict=True))
 
 
-def sampler(scales, warmup, samples, **kwargs):
+def first_coordinate(z):
+    return z[0]
+
+
+def sampler(scales, warmup, samples, observe=first_coordinate, **kwargs):
     """A CPU :class:`Sampler` of :func:`gaussian` in ``scales.shape[-1]`` coordinates."""
-    return make_sampler(gaussian, scales.shape[-1], warmup, samples, conditionals=True, **kwargs)
+    return make_sampler(
+        gaussian, scales.shape[-1], warmup, samples, observe=observe, conditionals=True, **kwargs
+    )
 
 
 def run(keys, scales, warmup=300, samples=2000, **kwargs):
@@ -35,8 +42,8 @@ def test_gaussian_moments_and_adaptation():
     keys = jax.random.split(jax.random.key(0), 8)
     state, out = run(keys, jnp.tile(SCALES, (8, 1)), record_steps=True)
     assert np.all(np.asarray(state.mode) == DONE)
-    # alpha holds sigmoid(z[0]) with z[0] ~ N(0, 1): its logit's moments.
-    x = np.log(np.asarray(out.alpha)) - np.log1p(-np.asarray(out.alpha))
+    # The draws are z[0] ~ N(0, 1).
+    x = np.asarray(out.draws)
     # Draws are nearly independent here (ESS ≈ draws): 16,000 in all.
     assert abs(x.mean()) < 4 / np.sqrt(x.size)
     assert abs(x.std() - 1.0) < 4 * np.sqrt(0.5 / x.size)
@@ -60,7 +67,7 @@ def test_lane_does_not_depend_on_its_batch():
     _, both = run(keys, scales, warmup=100, samples=100)
     cheap = jnp.tile(jnp.ones(3), (64, 1)).at[5].set(scales[5])
     _, alone = run(keys, cheap, warmup=100, samples=100)
-    np.testing.assert_array_equal(np.asarray(both.alpha[5]), np.asarray(alone.alpha[5]))
+    np.testing.assert_array_equal(np.asarray(both.draws[5]), np.asarray(alone.draws[5]))
     assert int(both.leapfrogs[5]) == int(alone.leapfrogs[5])
 
 
@@ -85,3 +92,19 @@ def test_a_queue_runs_every_chain_as_alone_and_skips_the_padding():
         for name, x, y in zip(out._fields, out, alone, strict=True):
             np.testing.assert_array_equal(np.asarray(x)[:n_valid], np.asarray(y)[:n_valid], name)
             assert not np.asarray(x)[n_valid:].any(), name  # padding: never run
+
+
+def test_observe_changes_only_what_is_kept():
+    """The chain is the same whatever ``observe`` keeps of its positions."""
+    keys = jax.random.split(jax.random.key(5), 16)
+    scales = jnp.tile(SCALES, (16, 1))
+    state, z0 = run(keys, scales, warmup=50, samples=50)
+    last = lambda z: z[2] * z[2]  # noqa: E731
+    other, z2 = run(keys, scales, warmup=50, samples=50, observe=last)
+    for x, y in zip(jax.tree.leaves(state), jax.tree.leaves(other), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    for name in ("divergences", "depth_sum", "steps", "leapfrogs"):
+        np.testing.assert_array_equal(getattr(z0, name), getattr(z2, name), name)
+    # The last draw is the chain's final position.
+    np.testing.assert_array_equal(z0.draws[:, -1], state.position.z[0])
+    np.testing.assert_array_equal(z2.draws[:, -1], state.position.z[2] ** 2)
