@@ -86,8 +86,9 @@ def run_blocks(
     model_args,
     sampler: Sampler,
     n_valid=None,
+    *,
+    interpret: bool,
     block: int = DEFAULT_BLOCK,
-    interpret: bool | None = None,
     num_warps: int = 1,
 ) -> ChainOutputs:
     """:func:`kernels.stepwise.run_lanes`' chains, each block of lanes run whole in one kernel.
@@ -100,8 +101,8 @@ def run_blocks(
             None); the others' outputs are zeros.
         block: static; lanes per program instance, a power of two. L is
             padded to a multiple of it (padding lanes are not run).
-        interpret: run in Pallas's interpreter; by default wherever the
-            backend is not a GPU.
+        interpret: run in Pallas's interpreter (the caller's choice: wherever
+            the backend is not a GPU), rather than compiled by Triton.
         num_warps: static; Triton's warps per program instance.
 
     Returns:
@@ -113,8 +114,6 @@ def run_blocks(
 
     if block < 1 or block & (block - 1):
         raise ValueError(f"block must be a power of two, got {block}")
-    if interpret is None:
-        interpret = jax.default_backend() != "gpu"
     size, dim = z.shape
     # Inside a kernel a batch-level conditional is a branch of every lane's program.
     sampler = sampler._replace(conditionals=False)

@@ -106,6 +106,11 @@ class NUTSSettings(NamedTuple):
             runs until its slowest chain is done) and Triton's warps per
             instance (:func:`kernels.chain_kernel.run_blocks`). A chain's
             arithmetic is its own lane's, in any block.
+        backend: the platform the chains run on ("cpu", "gpu", ...), set with
+            the loop by :func:`resolve_loop`. The kernels read it rather than
+            ask JAX: batch-level conditionals on CPU only, where they are cheap
+            (:class:`kernels.stepwise.Sampler`), and the chain kernel compiled
+            by Triton on a GPU, interpreted elsewhere.
     """
 
     chains: int = 4
@@ -119,6 +124,7 @@ class NUTSSettings(NamedTuple):
     loop: str = "auto"
     kernel_block: int = DEFAULT_BLOCK
     kernel_warps: int = 1
+    backend: str | None = None
 
 
 #: The values of ``NUTSSettings.loop``.
@@ -248,22 +254,22 @@ def _coordinates(counts: Counts, settings: NUTSSettings, dim: int, ridge):
     return prefers_ridge(counts) if ridge is None else ridge
 
 
-def resolve_loop(settings: NUTSSettings, backend: str | None = None) -> NUTSSettings:
-    """``settings`` with ``loop="auto"`` replaced by the loop it runs on ``backend``.
+def resolve_loop(settings: NUTSSettings, backend: str) -> NUTSSettings:
+    """``settings`` for ``backend`` (JAX's platform name: "cpu", "gpu", ...).
 
-    ``backend``: JAX's platform name ("cpu", "gpu", ...; by default JAX's
-    default backend). On a GPU the chain kernel, elsewhere the leapfrog loop
-    (the kernel's Triton lowering is GPU-only; other backends would
-    interpret it), and the leapfrog loop on a GPU too where this JAX has no
-    Triton lowering for Pallas. Other loops are returned as they are;
-    ValueError for a loop not in :data:`LOOPS`.
+    ``loop="auto"`` becomes the loop that runs there: on a GPU the chain
+    kernel, elsewhere the leapfrog loop (the kernel's Triton lowering is
+    GPU-only; other backends would interpret it), and the leapfrog loop on a
+    GPU too where this JAX has no Triton lowering for Pallas. Other loops are
+    kept; ValueError for a loop not in :data:`LOOPS`. ``backend`` is recorded
+    in the settings, which every sampler needs (:class:`NUTSSettings`).
     """
     if settings.loop not in LOOPS:
         raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {settings.loop!r}")
+    settings = settings._replace(backend=backend)
     if settings.loop != "auto":
         return settings
-    on_gpu = (backend or jax.default_backend()) == "gpu"
-    kernel = on_gpu and can_import(TRITON_LOWERING)
+    kernel = backend == "gpu" and can_import(TRITON_LOWERING)
     return settings._replace(loop="kernel" if kernel else "leapfrog")
 
 
@@ -309,6 +315,11 @@ def _run_stepwise(
         gen, args = (lambda c, centres: _potential_fn_gen(c, ridge, centres)), (counts, centres)
     else:
         gen, args = _potential_fn_gen, (counts, ridge, centres)
+    if settings.backend is None or settings.loop == "auto":
+        raise ValueError(
+            "NUTSSettings: call resolve_loop(settings, backend) first; "
+            "the kernels do not ask JAX which backend they run on"
+        )
     sampler = make_sampler(
         gen,
         positions.shape[-1],
@@ -319,15 +330,16 @@ def _run_stepwise(
         settings.warmup_max_tree_depth,
         settings.record_steps,
         observe=_alpha,
-        conditionals=jax.default_backend() == "cpu",
+        conditionals=settings.backend == "cpu",
     )
-    if resolve_loop(settings).loop == "kernel":
+    if settings.loop == "kernel":
         out = run_blocks(
             run_keys,
             positions,
             args,
             sampler,
             n_valid=n_valid,
+            interpret=settings.backend != "gpu",
             block=settings.kernel_block,
             num_warps=settings.kernel_warps,
         )

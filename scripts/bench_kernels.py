@@ -787,7 +787,7 @@ def main(argv=None) -> None:
     RULE_CHUNKS = rule_chunks or None
     MIDDLE_RULES = None if args.middle_rules is None else args.middle_rules == "on"
     GATHER_RULES = None if args.gather_rules is None else args.gather_rules == "on"
-    settings = resolve_loop(NUTSSettings())  # the loop "auto" runs here
+    settings = resolve_loop(NUTSSettings(), jax.default_backend())  # the loop "auto" runs here
     stem = f"kernels-{jax.devices()[0].platform}"
     # Written after each part and stage, marked partial until the last, so that a run
     # cut short (a time limit on a lent machine) still leaves what it measured and

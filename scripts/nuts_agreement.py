@@ -49,7 +49,8 @@ def main(argv=None) -> None:
     settings = resolve_loop(
         NUTSSettings(
             ridge=not args.natural, warmup_max_tree_depth=args.warmup_depth, loop=args.loop
-        )
+        ),
+        jax.default_backend(),
     )
 
     table, c = agreement_lanes()

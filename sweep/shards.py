@@ -210,7 +210,7 @@ def run_shard(
     replicate = np.tile(np.arange(r), c)
     keys = lane_keys(spec.seed, words, replicate)
     counts = lane_counts(_designs(configs, r), keys, spec.counts)
-    nuts = resolve_loop(nuts_settings(spec))
+    nuts = resolve_loop(nuts_settings(spec), jax.default_backend())
     fits = fit_lanes(
         counts,
         keys,

@@ -41,7 +41,9 @@ def test_the_kernel_runs_the_leapfrog_loops_chains_in_blocks():
         ),
     )
     loop = jax.jit(lambda k, z: run_queue(k, z, *common, n_valid=37))(keys, z)
-    kernel = jax.jit(lambda k, z: run_blocks(k, z, *common, n_valid=37, block=16))(keys, z)
+    kernel = jax.jit(lambda k, z: run_blocks(k, z, *common, n_valid=37, interpret=True, block=16))(
+        keys, z
+    )
     for name, x, y in zip(loop._fields, loop, kernel, strict=True):
         x, y = np.asarray(x), np.asarray(y)
         if np.issubdtype(x.dtype, np.integer):  # leapfrogs, divergences, each draw's steps

@@ -16,6 +16,7 @@ import pytest
 
 from binmetric_sweep.kernels.nuts import (
     NUTSSettings,
+    resolve_loop,
     sample_fits,
     sampler_key,
     summarize_draws,
@@ -128,7 +129,8 @@ def test_nuts_is_deterministic_and_independent_of_batch():
     assert np.asarray(prefers_ridge(c)).all()
     # (sample_fits, not a vmap of sample_fit: vmapped, the chain's while loop
     # selects its whole state every step, and took 105 s to compile.)
-    chosen = jax.jit(lambda k, c: sample_fits(jax.vmap(sampler_key)(k), c, settings, 3))(keys, c)
+    on_cpu = resolve_loop(settings, "cpu")
+    chosen = jax.jit(lambda k, c: sample_fits(jax.vmap(sampler_key)(k), c, on_cpu, 3))(keys, c)
     per_lane = summarize_draws(np.asarray(chosen.alpha), 0.95)
     np.testing.assert_allclose(per_lane.mean, both.post_mean, rtol=1e-5)
 

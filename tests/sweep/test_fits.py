@@ -234,7 +234,7 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
         for ch in plan_chunks(c, "nuts", schedule=Schedule(backend="cpu"))
         if not ch.exact
     } == {"leapfrog"}
-    assert resolve_loop(NUTSSettings(), "gpu") == NUTSSettings(loop="kernel")
+    assert resolve_loop(NUTSSettings(), "gpu") == NUTSSettings(loop="kernel", backend="gpu")
     # ... where this JAX lowers Pallas to Triton, as the JAX of these tests does; a
     # later one may not (the lowering is deprecated), and "auto" is then the leapfrog loop.
     assert can_import(TRITON_LOWERING) and not can_import(TRITON_LOWERING + "_gone")
