@@ -26,12 +26,7 @@ Measures, on whatever device JAX has:
     ``--rule-chunks gauss_hermite=16384`` gives a rule's chunks their own
     size, ``--middle-rules on`` tries the rules between the Gauss–Hermite
     and the nested one on an accelerator too (``off``: not on CPU either)
-    (``Schedule.rule_chunks``, ``sweep.cascade.default_cascade``), and ``--gather-rules
-    on`` makes each rule wait for all its lanes (``off``: pass after pass;
-    by default on an accelerator only: ``Schedule.gather_rules``); every
-    quadrature record also times the driver with the other of these two
-    schedules, on the same programs and lanes, and says whether its fits
-    had the same bits;
+    (``Schedule.rule_chunks``, ``sweep.cascade.default_cascade``);
   * optionally (``--workers``), quadrature and NUTS throughput with each
     given number of chunks in flight at once (``Schedule.workers``;
     the default, :func:`sweep.fits.default_workers`, is one per CPU core,
@@ -75,7 +70,7 @@ Usage: python scripts/bench_kernels.py [--sizes 100 1000] [--baseline 3] [--base
            [--kernel-blocks 16 32 64] [--kernel-warps 1 2 4]
            [--warm-up] [--quadrature-repeats 3] [--quadrature-seconds 2]
            [--quadrature-variants all|driver]
-           [--rule-chunks RULE=LANES ...] [--middle-rules on|off] [--gather-rules on|off]
+           [--rule-chunks RULE=LANES ...] [--middle-rules on|off]
            [--out DIR]
 """
 
@@ -117,7 +112,6 @@ from binmetric_sweep.sweep.fits import (  # noqa: E402
     default_workers,
     difficulty,
     fit_lanes_info,
-    gathers_rules,
     lane_keys,
     nuts_chunk_size,
     plan_chunks,
@@ -187,9 +181,6 @@ RULE_CHUNKS: dict | None = None
 #: Whether every quadrature run's cascade has the middle rules
 #: (``--middle-rules``; None: :func:`sweep.cascade.default_cascade`'s choice).
 MIDDLE_RULES: bool | None = None
-#: ``Schedule.gather_rules`` for every quadrature run (``--gather-rules``;
-#: None: its default).
-GATHER_RULES: bool | None = None
 
 
 def cascade_without(*names: str) -> tuple:
@@ -208,7 +199,6 @@ def timed_fits(
     cascade=None,
     runs=None,
     info=None,
-    gather_rules: bool | None = None,
 ):
     """The driver's fits of these lanes and their wall time, its programs compiled beforehand.
 
@@ -216,8 +206,7 @@ def timed_fits(
     to) is compiled ahead (into the persistent compilation cache that
     :func:`main` sets up), so the time is the fits', not XLA's. ``chunk`` and
     ``workers`` as in ``Schedule``, ``cascade`` as in ``fit_lanes`` (None:
-    :func:`cascade_without` of nothing), and ``gather_rules`` (None:
-    :data:`GATHER_RULES`).
+    :func:`cascade_without` of nothing).
     With :data:`WARM_UP` set (``--warm-up``), the fits also run once untimed
     first: on an accelerator the first run of a program also loads it onto
     the device (seen on an H100: 10^3 quadrature lanes at 9.8k/s on a
@@ -230,13 +219,11 @@ def timed_fits(
     With ``info`` (a list), it receives the last timed run's
     :class:`sweep.fits.FitInfo`.
     """
-    gather_rules = GATHER_RULES if gather_rules is None else gather_rules
     quadrature = method == "quadrature"
     schedule = Schedule(
         chunk_size=chunk,
         workers=workers,
         rule_chunks=RULE_CHUNKS if quadrature else None,
-        gather_rules=gather_rules if quadrature else None,
     )
     cascade = cascade_without() if cascade is None else cascade
     plan = {"nuts": settings, "cascade": cascade, "schedule": schedule}
@@ -248,8 +235,6 @@ def timed_fits(
             label += f" (blocks of {settings.kernel_block}, {warps} warp{'s' * (warps > 1)})"
     label += f", chunks of {chunk}" if chunk else ""
     label += f", {workers} worker{'s' if workers > 1 else ''}" if workers else ""
-    if gather_rules is not None and quadrature:
-        label += ", rules gathered" if gather_rules else ", rules in passes"
     chunks = plan_chunks(counts, method, **plan)
     with stage(f"{label}: {len(chunks)} chunks' programs compiled"):
         compiled = set()
@@ -303,23 +288,17 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     middle rules (``without_hermite_t``: without any), with t outermost the
     only one, the nested rule alone (on the development CPU about 300
     posteriors/s: 17 minutes for three runs of 10^5 lanes) and the largest
-    differences between its numbers and the driver's. Always the driver with
-    the other schedule of its rules (``Schedule.gather_rules``) too,
-    and whether its fits had the same bits (they should).
+    differences between its numbers and the driver's.
     """
     n = len(np.asarray(counts.n_m))
     full = model_kind(counts.n_m, counts.rho_eta_known) == 2
     names = ("without_t_outer", "without_alpha_t", "without_hermite_t", "t_outer_only", "nested")
-    runs = {name: [] for name in ("driver", "other_schedule", *(names if variants else ()))}
+    runs = {name: [] for name in ("driver", *(names if variants else ()))}
     info = []
     driver, driver_s = timed_fits(counts, keys, "quadrature", None, runs=runs["driver"], info=info)
     rules = info[0].rules
-    gathered = gathers_rules() if GATHER_RULES is None else GATHER_RULES
-    other, other_s = timed_fits(
-        counts, keys, "quadrature", None, runs=runs["other_schedule"], gather_rules=not gathered
-    )
     with stage(f"quadrature, {n} lanes, 1 worker: each call timed"):
-        schedule = Schedule(workers=1, rule_chunks=RULE_CHUNKS, gather_rules=gathered)
+        schedule = Schedule(workers=1, rule_chunks=RULE_CHUNKS)
         _, one_worker = fit_lanes_info(
             counts, keys, "quadrature", cascade=cascade_without(), schedule=schedule
         )
@@ -337,15 +316,6 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
         # digest means every field of every fit has the same bits.
         "quadrature_post_mean_sum": float(np.sum(np.asarray(driver.post_mean))),
         "quadrature_digest": digest,
-        # Whether each rule waited for all its lanes (Schedule.gather_rules),
-        # and the driver with the other schedule: the same programs and lanes.
-        "quadrature_gather_rules": gathered,
-        "quadrature_other_schedule": {
-            "gather_rules": not gathered,
-            "per_s": n / other_s,
-            "over_driver": other_s / driver_s,
-            "same_numbers": fits_digest(other) == digest,
-        },
     }
     if not variants:
         return out
@@ -664,7 +634,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
 
 def main(argv=None) -> None:
     global WARM_UP, QUADRATURE_REPEATS, QUADRATURE_SECONDS, RULE_CHUNKS, MIDDLE_RULES
-    global GATHER_RULES, LOG
+    global LOG
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--baseline", type=int, default=3, help="configurations for the baseline")
@@ -750,12 +720,6 @@ def main(argv=None) -> None:
         choices=["on", "off"],
         help="try the middle quadrature rules (default: on CPU only)",
     )
-    parser.add_argument(
-        "--gather-rules",
-        choices=["on", "off"],
-        help="each quadrature rule waits for all its lanes, or runs pass after pass "
-        "(default: gathered on an accelerator only)",
-    )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--seed", type=int, default=0)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -786,7 +750,6 @@ def main(argv=None) -> None:
         rule_chunks[rule] = int(lanes_text)
     RULE_CHUNKS = rule_chunks or None
     MIDDLE_RULES = None if args.middle_rules is None else args.middle_rules == "on"
-    GATHER_RULES = None if args.gather_rules is None else args.gather_rules == "on"
     settings = resolve_loop(NUTSSettings(), jax.default_backend())  # the loop "auto" runs here
     stem = f"kernels-{jax.devices()[0].platform}"
     # Written after each part and stage, marked partial until the last, so that a run

@@ -13,10 +13,9 @@ instead of tracing the kernels again; on CPU one chunk per core at a time.
 
 Quadrature of the full model tries the rules of a cascade in turn
 (:mod:`sweep.cascade`), each checking itself and passing on the lanes whose
-posterior it cannot vouch for. Where the lanes go and when is the
-:class:`Schedule`'s: chunk sizes and workers, and whether each rule waits to
-take all its lanes at once (on an accelerator, :func:`_next_calls`) or the
-rules run pass after pass (on CPU). Results come back in the input order, and
+posterior it cannot vouch for; each rule waits to take all its lanes at once
+(:func:`_next_calls`). Chunk sizes and workers are the :class:`Schedule`'s,
+chosen per backend. Results come back in the input order, and
 a lane's result does not depend on which lanes share its chunk, nor on how
 many chunks run at once: its randomness comes from its own key only.
 """
@@ -92,7 +91,6 @@ __all__ = [
     "nuts_slots",
     "default_chunk_size",
     "default_workers",
-    "gathers_rules",
     "usable_cores",
     "difficulty",
     "plan_chunks",
@@ -269,12 +267,6 @@ def default_workers(backend: str | None = None, method: Method | None = None) ->
     return usable_cores()
 
 
-def gathers_rules(backend: str | None = None) -> bool:
-    """Whether :func:`fit_lanes` gathers each quadrature rule's lanes by default
-    (its ``gather_rules``): on an accelerator, not on CPU."""
-    return (backend or jax.default_backend()) != "cpu"
-
-
 def usable_cores() -> int:
     """Cores this process may run on."""
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
@@ -389,7 +381,7 @@ class Schedule(NamedTuple):
 
     Every field left None takes ``backend``'s default. A lane's numbers may
     depend on the size of its chunk (XLA may round a lane apart in batches of
-    other sizes), never on ``workers`` or ``gather_rules``.
+    other sizes), never on ``workers``.
 
     Attributes:
         backend: the platform planned for ("cpu", "gpu", ...); None: JAX's default.
@@ -404,11 +396,6 @@ class Schedule(NamedTuple):
             :func:`default_workers`.
         memory_budget_bytes: what a NUTS chunk's kept draws and their host
             copies may take (:func:`nuts_chunk_size`), where no size is given.
-        gather_rules: whether each quadrature rule waits until no lane may
-            still be passed on to it and then takes all its lanes at once
-            (:func:`_next_calls`), rather than the rules running pass after
-            pass; None: :func:`gathers_rules` (on accelerators, where a call
-            costs about its kernel launches, not its lanes).
     """
 
     backend: str | None = None
@@ -416,7 +403,6 @@ class Schedule(NamedTuple):
     rule_chunks: Mapping[str, int] | None = None
     workers: int | None = None
     memory_budget_bytes: float = 2e9
-    gather_rules: bool | None = None
 
 
 class FitInfo(NamedTuple):
@@ -426,7 +412,7 @@ class FitInfo(NamedTuple):
         rules: ``(B,)`` object array: the rule each lane's numbers come from
             (:data:`sweep.cascade.QUADRATURE_RULES`, or "nuts" for sampled fits).
         calls: a :class:`ChunkTime` for each compiled call, in the order made
-            (pass after pass, or rule after rule where rules gather; with more
+            (rule after rule, :func:`_next_calls`; with more
             than one worker calls overlap in time).
     """
 
@@ -514,9 +500,6 @@ def fit_lanes_info(
     schedule = schedule._replace(
         backend=backend,
         workers=max(1, int(schedule.workers or default_workers(backend, method))),
-        gather_rules=gathers_rules(backend)
-        if schedule.gather_rules is None
-        else schedule.gather_rules,
     )
     chunks = plan_chunks(
         counts, method, level=level, nuts=nuts, rule=rule, cascade=cascade, schedule=schedule
@@ -536,7 +519,7 @@ def fit_lanes_info(
     waiting = [_Waiting(chunk.stages, len(chunk.padded), chunk.piece, chunk) for chunk in chunks]
     try:
         while waiting:
-            chunks, waiting = _next_calls(waiting, schedule.workers, schedule.gather_rules)
+            chunks, waiting = _next_calls(waiting, schedule.workers)
             rejected = _run_chunks(pool, fit, chunks, out, on_chunk, rules, calls)
             # The lanes a rule rejected wait for the next rule their counts
             # allow, in chunks of the same size (so a lane's numbers do not
@@ -566,26 +549,24 @@ class _Waiting(NamedTuple):
     chunk: Chunk | None = None
 
 
-def _next_calls(
-    waiting: list[_Waiting], workers: int, gather: bool = True
-) -> tuple[list[Chunk], list[_Waiting]]:
+def _next_calls(waiting: list[_Waiting], workers: int) -> tuple[list[Chunk], list[_Waiting]]:
     """The calls :func:`fit_lanes` makes next, and the lanes that wait on.
 
     Waiting lanes with the same rules ahead of them and the same chunk size
     share calls (a lane's call always has the size it would have had alone),
-    and a planned call whose lanes no others join is made as planned. With
-    ``gather``, a rule is called only once no waiting lane may still be
-    passed on to it: then all its lanes go at once, whether they were
-    planned for it or rejected by different rules, groups or calls before,
-    so each rule makes as few calls as its lanes need: on an accelerator a
-    quadrature call costs about its kernel launches, not its lanes.
-    Without ``gather``, every waiting lane goes now.
+    and a planned call whose lanes no others join is made as planned. A rule
+    is called only once no waiting lane may still be passed on to it: then
+    all its lanes go at once, whether they were planned for it or rejected by
+    different rules, groups or calls before, so each rule makes as few calls
+    as its lanes need. On an accelerator a quadrature call costs about its
+    kernel launches, not its lanes; on CPU this order ran as fast as rules
+    pass after pass (docs/performance.md).
     """
     later = {stage.fn for w in waiting for stage in w.stages[1:]}
     now: dict[tuple, list[_Waiting]] = {}
     held = []
     for w in waiting:
-        if gather and w.stages[0].fn in later:
+        if w.stages[0].fn in later:
             held.append(w)
         else:
             now.setdefault((w.stages, w.stages[0].size or w.size), []).append(w)

@@ -38,7 +38,6 @@ from binmetric_sweep.sweep.fits import (
     default_workers,
     fit_lanes,
     fit_lanes_info,
-    gathers_rules,
     lane_keys,
     nuts_slots,
     plan_chunks,
@@ -310,11 +309,7 @@ def test_gathered_a_rule_waits_for_every_lane_that_may_reach_it():
         _Waiting((middle, last), 128, np.arange(15, 20)),
         _Waiting((last,), 64, np.arange(20, 22)),
     ]
-    # Pass after pass: every waiting lane now.
-    chunks, held = _next_calls(waiting, workers=1, gather=False)
-    assert [ch.rule for ch in chunks] == ["gauss_hermite", "hermite_t", "hermite_t", "nested"]
-    assert held == []
-    # Gathered: only the rule no waiting lane may still reach.
+    # Only the rule no waiting lane may still reach.
     chunks, held = _next_calls(waiting, workers=1)
     assert [ch.rule for ch in chunks] == ["gauss_hermite"] and held == waiting[1:]
     # Its rejects join the lanes waiting for the next rule, those of one chunk size together.
@@ -362,8 +357,6 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
     # On an accelerator a second NUTS call overlaps the host's summaries of the first.
     assert default_workers("gpu", "nuts") == ACCELERATOR_NUTS_WORKERS == 2
     assert default_workers("gpu", "quadrature") == 1
-    # There a quadrature rule's lanes are gathered into as few calls as they need.
-    assert gathers_rules("gpu") and not gathers_rules("cpu")
     assert default_workers("cpu", "nuts") == default_workers("cpu", "quadrature") == usable_cores()
     # The NUTS settings of test_nuts' determinism test, whose ridge program is then compiled.
     settings = NUTSSettings(chains=2, warmup=50, samples=50)
@@ -455,24 +448,15 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     for name in ("ci_low", "ci_high"):
         np.testing.assert_allclose(getattr(both, name), getattr(only_nested, name), atol=1e-5)
     assert both.exact.all()
-    # Gathered (the default on an accelerator), each rule waits for every lane
-    # that may still reach it, wherever it comes from: one worker makes one
-    # call of each program that has lanes (every rule's lanes fit one chunk
-    # of 64; the t-axis rule has a program for lanes whose s rule is exact
-    # and one for the others), where pass after pass made more; the same numbers.
-    runs = {}
-    for gather in (False, True):
-        runs[gather], (_, times) = fit_lanes_info(
-            c, keys, "quadrature", schedule=Schedule(workers=1, gather_rules=gather)
-        )
-        calls = Counter(t.rule for t in times)
-        if gather:
-            assert calls == {**dict.fromkeys(QUADRATURE_RULES, 1), "hermite_t": 2}
-        else:
-            assert calls["hermite_alpha_t"] > 1 and calls["hermite_t"] > 2
-    for name, x, y in zip(both._fields, runs[True], runs[False], strict=True):
+    # Each rule waits for every lane that may still reach it, wherever it comes
+    # from: one worker makes one call of each program that has lanes (every
+    # rule's lanes fit one chunk of 64; the t-axis rule has a program for lanes
+    # whose s rule is exact and one for the others); the same numbers as two.
+    one, (_, times) = fit_lanes_info(c, keys, "quadrature", schedule=Schedule(workers=1))
+    calls = Counter(t.rule for t in times)
+    assert calls == {**dict.fromkeys(QUADRATURE_RULES, 1), "hermite_t": 2}
+    for name, x, y in zip(both._fields, one, both, strict=True):
         np.testing.assert_array_equal(x, y, err_msg=name)
-        np.testing.assert_array_equal(x, getattr(both, name), err_msg=name)
     # A lane's numbers do not depend on the lanes rejected with it.
     alone = fit_lanes(jax.tree.map(lambda x: x[::2], c), keys[::2], "quadrature")
     np.testing.assert_array_equal(alone.post_sd, both.post_sd[::2])
