@@ -65,6 +65,7 @@ __all__ = [
     "initial_position",
     "sample_chain",
     "sample_fit",
+    "DRIVERS",
     "LOOPS",
     "resolve_loop",
     "sample_fits",
@@ -125,10 +126,6 @@ class NUTSSettings(NamedTuple):
     kernel_block: int = DEFAULT_BLOCK
     kernel_warps: int = 1
     backend: str | None = None
-
-
-#: The values of ``NUTSSettings.loop``.
-LOOPS = ("auto", "leapfrog", "kernel")
 
 
 class ChainDraws(NamedTuple):
@@ -332,19 +329,7 @@ def _run_stepwise(
         observe=_alpha,
         conditionals=settings.backend == "cpu",
     )
-    if settings.loop == "kernel":
-        out = run_blocks(
-            run_keys,
-            positions,
-            args,
-            sampler,
-            n_valid=n_valid,
-            interpret=settings.backend != "gpu",
-            block=settings.kernel_block,
-            num_warps=settings.kernel_warps,
-        )
-    else:
-        out = run_queue(run_keys, positions, args, sampler, slots=slots, n_valid=n_valid)
+    out = DRIVERS[settings.loop](run_keys, positions, args, sampler, settings, slots, n_valid)
     return ChainDraws(
         alpha=out.draws,
         divergences=out.divergences,
@@ -352,6 +337,34 @@ def _run_stepwise(
         steps=out.steps,
         leapfrogs=out.leapfrogs,
     )
+
+
+def _queue_driver(keys, z, args, sampler, settings: NUTSSettings, slots, n_valid):
+    """``loop="leapfrog"``: :func:`kernels.stepwise.run_queue`, ``slots`` chains at a time."""
+    return run_queue(keys, z, args, sampler, slots=slots, n_valid=n_valid)
+
+
+def _kernel_driver(keys, z, args, sampler, settings: NUTSSettings, slots, n_valid):
+    """``loop="kernel"``: :func:`kernels.chain_kernel.run_blocks` (``slots`` unused)."""
+    return run_blocks(
+        keys,
+        z,
+        args,
+        sampler,
+        n_valid=n_valid,
+        interpret=settings.backend != "gpu",
+        block=settings.kernel_block,
+        num_warps=settings.kernel_warps,
+    )
+
+
+#: What advances a batch of chains, by ``NUTSSettings.loop``: ``driver(keys, z,
+#: model_args, sampler, settings, slots, n_valid) -> ChainOutputs``, each the same
+#: NUTS over a :class:`kernels.stepwise.Sampler`. A new driver is its module and a
+#: name here.
+DRIVERS = {"leapfrog": _queue_driver, "kernel": _kernel_driver}
+#: The values of ``NUTSSettings.loop``: "auto" (:func:`resolve_loop`) and the drivers.
+LOOPS = ("auto", *DRIVERS)
 
 
 def _chain_keys(key: Array, chains: int) -> Array:

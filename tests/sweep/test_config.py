@@ -128,3 +128,12 @@ def test_digests_are_those_earlier_versions_wrote():
     move it, or directories written before would no longer resume (0.32.0's digests)."""
     assert spec_digest(load_sweep(CONFIGS / "quickstart.yaml")) == "f25571bd3ad8072f"
     assert spec_digest(load_sweep(CONFIGS / "sampled-coverage.yaml")) == "6ad111c8c7a60f01"
+
+
+def test_the_sampler_loops_a_sweep_file_takes_are_the_kernels_drivers():
+    from typing import get_args
+
+    from binmetric_sweep.kernels.nuts import LOOPS
+    from binmetric_sweep.sweep.config import SamplerSettings
+
+    assert get_args(SamplerSettings.model_fields["loop"].annotation) == LOOPS
