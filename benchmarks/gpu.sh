@@ -6,9 +6,9 @@
 # device tool's README). Records land in $OUT (bench_kernels.py's JSON); commit
 # them under benchmarks/results/ and update docs/performance.md and the README's table.
 #
-# 1. Quadrature at SIZE lanes with the default plan, then two workers.
-# 2. NUTS at SIZE lanes with the chain kernel: the default (two workers), then one worker,
-#    whose fits must be the default's bit for bit.
+# 1. Quadrature at SIZE lanes with the default plan (two workers), then one worker.
+# 2. NUTS at SIZE lanes with the chain kernel: the default (two workers), then one worker.
+# Either's one-worker fits must be the default's bit for bit.
 # SIZE (default 10^5) lets the script be dry-run on a CPU.
 set -o pipefail
 cd "$(dirname "$0")/.."
@@ -31,9 +31,9 @@ left() { echo $(( $1 - ($(date +%s) - T0) )); }
 step() { echo "=== +$(( $(date +%s) - T0 ))s: $*"; }
 nvidia-smi -L 2>/dev/null
 python3 -c "import jax, numpyro, pydantic; from binmetric_sweep import sweep; print(sweep.__version__, jax.__version__, numpyro.__version__, jax.devices())" || exit 1
-step "quadrature, $SIZE lanes: the default plan, then two workers"
+step "quadrature, $SIZE lanes: the default plan (two workers), then one worker"
 timeout "$(left 300)" python3 scripts/bench_kernels.py --sizes "$SIZE" --quadrature-only \
-  --quadrature-variants driver --workers 2 --out "$R" 2>&1 | grep -v "^ "
+  --quadrature-variants driver --workers 1 --out "$R" 2>&1 | grep -v "^ "
 step "NUTS, $SIZE lanes, the chain kernel: the default (two workers), then one worker"
 timeout "$(left 590)" python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 \
   --loops kernel --sizes "$SIZE" --workers 1 --out "$R" 2>&1 | grep -v "^ "

@@ -477,7 +477,7 @@ def throughput(
         **out,
         "nuts_chunk_size": default_chunk_size("nuts", settings.chains)
         or nuts_chunk_size(settings, 2e9),
-        "default_workers": default_workers(method="nuts"),
+        "default_workers": default_workers(),
         **({f"{names[loops[0]]}_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
         **({"by_workers": by_workers} if by_workers else {}),
         **({"nuts_by_accelerator_slots": by_slots} if by_slots else {}),

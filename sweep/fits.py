@@ -76,7 +76,7 @@ __all__ = [
     "CPU_FEW_NUTS_SLOTS",
     "CPU_FEW_SLOTS_CALL_CHAINS",
     "CPU_NUTS_QUEUE",
-    "ACCELERATOR_NUTS_WORKERS",
+    "ACCELERATOR_WORKERS",
     "ACCELERATOR_QUADRATURE_CHUNK",
     "ACCELERATOR_RULE_CHUNKS",
     "CPU_QUADRATURE_CHUNK",
@@ -121,13 +121,14 @@ CPU_FEW_SLOTS_CALL_CHAINS = 256
 #: Elsewhere (an accelerator) the slots of a NUTS call; None: all of its
 #: chains at once (:func:`nuts_slots`).
 ACCELERATOR_NUTS_SLOTS: int | None = None
-#: Elsewhere (an accelerator) NUTS calls in flight at once by default
+#: Elsewhere (an accelerator) calls in flight at once by default
 #: (:func:`default_workers`). With one, the device waits while the host
-#: summarises each call's draws; two ran 10^5 fits on an H100 1.6 times as
-#: fast as one (docs/performance.md). A fit's draws do not depend on it: the
-#: calls are the same programs on the same lanes, only overlapping in time
-#: (the tests check this on CPU; ``bench_kernels.py --workers`` on a device).
-ACCELERATOR_NUTS_WORKERS = 2
+#: prepares or summarises each call: two ran 10^5 NUTS fits 1.6 times as fast
+#: as one, and 10^5 quadrature posteriors 1.3 times (docs/performance.md). A
+#: fit's numbers do not depend on it: the calls are the same programs on the
+#: same lanes, only overlapping in time (the tests check this on CPU;
+#: ``bench_kernels.py --workers`` on a device).
+ACCELERATOR_WORKERS = 2
 #: On CPU a NUTS call takes up to this many chains (a power of two of fits):
 #: the queue its slots work through (:func:`default_chunk_size`).
 CPU_NUTS_QUEUE = 512
@@ -250,7 +251,7 @@ def _fits_to_fill(slots: int, chains: int) -> int:
     return -(-int(slots) // max(1, int(chains)))
 
 
-def default_workers(backend: str | None = None, method: Method | None = None) -> int:
+def default_workers(backend: str | None = None) -> int:
     """Chunks :func:`fit_lanes` computes at once when the caller names no number.
 
     On CPU, one per core this process may use: XLA runs a NUTS chunk of
@@ -258,12 +259,12 @@ def default_workers(backend: str | None = None, method: Method | None = None) ->
     so a second chunk in a second thread uses the second core (on the 2-core
     development CPU: NUTS 1.3x as fast on the benchmark's lanes, identical
     draws; quadrature no faster, its chunks already use both cores).
-    Elsewhere :data:`ACCELERATOR_NUTS_WORKERS` for ``method`` "nuts", else 1:
-    an accelerator already runs a chunk across the device, but with one
-    worker it waits while the host summarises each NUTS call's draws.
+    Elsewhere :data:`ACCELERATOR_WORKERS`, whatever the method: an
+    accelerator already runs a chunk across the device, but with one worker
+    it waits while the host prepares or summarises each call.
     """
     if (backend or jax.default_backend()) != "cpu":
-        return ACCELERATOR_NUTS_WORKERS if method == "nuts" else 1
+        return ACCELERATOR_WORKERS
     return usable_cores()
 
 
@@ -499,7 +500,7 @@ def fit_lanes_info(
     backend = schedule.backend or jax.default_backend()
     schedule = schedule._replace(
         backend=backend,
-        workers=max(1, int(schedule.workers or default_workers(backend, method))),
+        workers=max(1, int(schedule.workers or default_workers(backend))),
     )
     chunks = plan_chunks(
         counts, method, level=level, nuts=nuts, rule=rule, cascade=cascade, schedule=schedule
@@ -651,7 +652,7 @@ class ChunkTime(NamedTuple):
             and, for NUTS, summarised.
         host_seconds: of ``seconds``, the host's summaries of a NUTS call's
             draws (0 for quadrature). With one worker an accelerator has
-            nothing to do meanwhile (hence :data:`ACCELERATOR_NUTS_WORKERS`).
+            nothing to do meanwhile (hence :data:`ACCELERATOR_WORKERS`).
     """
 
     rule: str
@@ -771,7 +772,7 @@ def plan_chunks(
     """
     backend = schedule.backend or jax.default_backend()
     on_cpu = backend == "cpu"
-    workers = schedule.workers or default_workers(backend, method)
+    workers = schedule.workers or default_workers(backend)
     chunk_size, rule_chunks = schedule.chunk_size, schedule.rule_chunks
     cascade = default_cascade(backend) if cascade is None else tuple(cascade)
     nuts = resolve_loop(nuts, backend)

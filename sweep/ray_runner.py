@@ -50,9 +50,9 @@ def task_workers(gpus_in_cluster: float) -> int | None:
     """Chunks a shard's task fits at once (``run_shard``'s ``workers``).
 
     Without GPUs 1: a task holds one CPU (:func:`task_options`). With GPUs
-    None, the device's default (:func:`sweep.fits.default_workers`): two NUTS
-    calls in flight, so that the GPU computes one while the host summarises
-    the other's draws (on an H100 1.6-1.7 times the fits/s of one).
+    None, the device's default (:func:`sweep.fits.default_workers`): two
+    calls in flight, so that the GPU computes one while the host prepares or
+    summarises the other.
     """
     return None if gpus_in_cluster > 0 else 1
 

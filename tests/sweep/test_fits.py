@@ -20,9 +20,9 @@ from binmetric_sweep.sweep.cascade import (
     nested,
 )
 from binmetric_sweep.sweep.fits import (
-    ACCELERATOR_NUTS_WORKERS,
     ACCELERATOR_QUADRATURE_CHUNK,
     ACCELERATOR_RULE_CHUNKS,
+    ACCELERATOR_WORKERS,
     CPU_FEW_NUTS_SLOTS,
     CPU_NUTS_SLOTS,
     CPU_QUADRATURE_CHUNK,
@@ -353,11 +353,9 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
     With NUTS the progress calls are the same too; with quadrature a later
     pass may make more calls with more workers (:func:`sweep.fits._spread`).
     """
-    assert default_workers("cpu") >= 1 and default_workers("gpu") == 1
-    # On an accelerator a second NUTS call overlaps the host's summaries of the first.
-    assert default_workers("gpu", "nuts") == ACCELERATOR_NUTS_WORKERS == 2
-    assert default_workers("gpu", "quadrature") == 1
-    assert default_workers("cpu", "nuts") == default_workers("cpu", "quadrature") == usable_cores()
+    assert default_workers("cpu") == usable_cores() >= 1
+    # On an accelerator a second call overlaps the host's work on the first.
+    assert default_workers("gpu") == ACCELERATOR_WORKERS == 2
     # The NUTS settings of test_nuts' determinism test, whose ridge program is then compiled.
     settings = NUTSSettings(chains=2, warmup=50, samples=50)
     for method, c in (("nuts", ridge_lanes(140, seed=7)), ("quadrature", mixed_lanes(200, seed=7))):

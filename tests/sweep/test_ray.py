@@ -151,4 +151,4 @@ def test_a_gpu_task_asks_for_its_share_and_fits_two_nuts_calls_at_once():
     assert gpu["runtime_env"]["env_vars"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     # One chunk at a time in a one-CPU task; on a GPU the device's default, two NUTS calls.
     assert task_workers(0.0) == 1 and task_workers(4.0) is None
-    assert default_workers("gpu", "nuts") == 2
+    assert default_workers("gpu") == 2
