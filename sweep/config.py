@@ -19,7 +19,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.errors import SweepError, shown
 
 __all__ = [
     "AXES",
@@ -92,7 +92,7 @@ class SamplerSettings(_Strict):
                     raise SweepError(f"sampler.{key}: {why}")
             loop = raw.get("loop")
             if isinstance(loop, str) and loop in REMOVED_LOOPS:
-                raise SweepError(f"sampler.loop: {loop!r} {REMOVED_LOOPS[loop]}")
+                raise SweepError(f"sampler.loop: {shown(loop)} {REMOVED_LOOPS[loop]}")
         return raw
 
 
@@ -105,9 +105,9 @@ def _number_list(field: str, raw: Any, length: int) -> list[float]:
         or len(raw) != length
         or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in raw)
     ):
-        raise SweepError(f"grid.{field}: {raw!r} is not a list of {length} numbers")
+        raise SweepError(f"grid.{field}: {shown(raw)} is not a list of {length} numbers")
     if not all(math.isfinite(v) for v in raw):
-        raise SweepError(f"grid.{field}: {raw!r} holds a non-finite number")
+        raise SweepError(f"grid.{field}: {shown(raw)} holds a non-finite number")
     return [float(v) for v in raw]
 
 
@@ -115,7 +115,7 @@ def _generated_values(field: str, raw: dict) -> tuple[list[float], bool]:
     """Values of a ``{linspace|logspace|range: [...]}`` axis, and whether to round sizes."""
     if len(raw) != 1 or next(iter(raw)) not in ("linspace", "logspace", "range"):
         raise SweepError(
-            f"grid.{field}: {raw!r} is not an axis; allowed: a list of values, a number, "
+            f"grid.{field}: {shown(raw)} is not an axis; allowed: a list of values, a number, "
             "the name of another axis, {linspace: [start, stop, num]}, "
             "{logspace: [start_exp, stop_exp, num]} or {range: [start, stop, step]}"
         )
@@ -151,7 +151,7 @@ def axis_values(field: str, raw: Any) -> AxisSpec:
         values = [raw]
     else:
         raise SweepError(
-            f"grid.{field}: {raw!r} is not an axis; allowed: a list of values, a number, "
+            f"grid.{field}: {shown(raw)} is not an axis; allowed: a list of values, a number, "
             "the name of another axis, or a {linspace|logspace|range: [...]} mapping"
         )
     if not values:
@@ -160,19 +160,19 @@ def axis_values(field: str, raw: Any) -> AxisSpec:
     out: dict[float, None] = {}  # ordered and duplicate-free
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise SweepError(f"grid.{field}: value {v!r} is not a finite number")
+            raise SweepError(f"grid.{field}: value {shown(v)} is not a finite number")
         if size:
             if rounded:
                 v = math.floor(v + 0.5)
             if v != int(v) or not 0 <= v <= MAX_SIZE:
                 raise SweepError(
-                    f"grid.{field}: value {v!r} is not allowed; sizes are integers "
+                    f"grid.{field}: value {shown(v)} is not allowed; sizes are integers "
                     f"from 0 to {MAX_SIZE:,}"
                 )
             v = float(int(v))
         elif not 0.0 <= v <= 1.0:
             raise SweepError(
-                f"grid.{field}: value {v!r} is out of range; allowed: numbers in [0, 1]"
+                f"grid.{field}: value {shown(v)} is out of range; allowed: numbers in [0, 1]"
             )
         out[_canonical(float(v))] = None
     return tuple(out)
@@ -223,7 +223,7 @@ class GridBlock(_Strict):
                 allowed = ", ".join(a for a in family if a != field)
                 extra = " or 'known'" if field == "n_rho_eta" else ""
                 raise SweepError(
-                    f"grid.{field}: {value!r} names no axis it can be tied to; "
+                    f"grid.{field}: {shown(value)} names no axis it can be tied to; "
                     f"allowed: {allowed}{extra}"
                 )
         for field in ties:
@@ -346,13 +346,13 @@ def _format_validation_error(err: ValidationError, single_block: bool) -> str:
         model = {"": SweepSpec, "sampler": SamplerSettings}.get(parent, GridBlock)
         allowed = ", ".join(model.model_fields)
         where = f" in {parent}" if parent else ""
-        return f"{loc}: unknown key {first['loc'][-1]!r}{where}; allowed keys: {allowed}"
+        return f"{loc}: unknown key {shown(first['loc'][-1])}{where}; allowed keys: {allowed}"
     if first["type"] == "missing":
         return f"{loc}: required field is missing"
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, SweepError):
         return str(cause)
-    return f"{loc or 'sweep file'}: {first['msg']} (got {first.get('input')!r})"
+    return f"{loc or 'sweep file'}: {first['msg']} (got {shown(first.get('input'))})"
 
 
 def load_sweep(source: str | Path | dict | SweepSpec) -> SweepSpec:
@@ -381,7 +381,7 @@ def load_sweep(source: str | Path | dict | SweepSpec) -> SweepSpec:
             "name, counts, replicates, seed, method, sampler, interval, gamma, grid, shard_size"
         )
     if any(not isinstance(key, str) for key in source):
-        raise SweepError(f"sweep file: keys must be strings (got {list(source)!r})")
+        raise SweepError(f"sweep file: keys must be strings (got {shown(list(source))})")
     try:
         return SweepSpec.model_validate(source)
     except ValidationError as err:

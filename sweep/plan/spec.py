@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from binmetric_sweep.sweep.config import MAX_SIZE
-from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.errors import SweepError, shown
 
 #: N_M standing for "unlimited metric ratings" (the largest size a sweep accepts).
 UNLIMITED = MAX_SIZE
@@ -67,7 +67,7 @@ class PlanSpec(BaseModel):
         ):
             return raw
         raise SweepError(
-            f"n_rho_eta: {raw!r} is not allowed; give 'shared', 'known' or a number of "
+            f"n_rho_eta: {shown(raw)} is not allowed; give 'shared', 'known' or a number of "
             f"paired items from 1 to {MAX_SIZE:,}"
         )
 
@@ -96,7 +96,7 @@ def _spec(source: PlanSpec | dict, where: str = "") -> PlanSpec:
     if isinstance(source, PlanSpec):
         return source
     if not isinstance(source, dict):
-        raise SweepError(f"{where or 'scenario'}: {source!r} is not a mapping of plan fields")
+        raise SweepError(f"{where or 'scenario'}: {shown(source)} is not a mapping of plan fields")
     try:
         return PlanSpec.model_validate(source)
     except ValidationError as err:
@@ -106,14 +106,16 @@ def _spec(source: PlanSpec | dict, where: str = "") -> PlanSpec:
         if first["type"] == "extra_forbidden":
             allowed = ", ".join(PlanSpec.model_fields)
             raise SweepError(
-                f"{prefix}{loc}: unknown key {first['loc'][-1]!r}; allowed keys: {allowed}"
+                f"{prefix}{loc}: unknown key {shown(first['loc'][-1])}; allowed keys: {allowed}"
             ) from None
         if first["type"] == "missing":
             raise SweepError(f"{prefix}{loc}: required field is missing") from None
         cause = first.get("ctx", {}).get("error")
         if isinstance(cause, SweepError):
             raise SweepError(f"{prefix}{cause}") from None
-        raise SweepError(f"{prefix}{loc}: {first['msg']} (got {first.get('input')!r})") from None
+        raise SweepError(
+            f"{prefix}{loc}: {first['msg']} (got {shown(first.get('input'))})"
+        ) from None
 
 
 def load_plan_grid(source: str | pathlib.Path | list) -> list[PlanSpec]:
