@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.errors import SweepError, shown
 
 __all__ = [
     "AXES",
@@ -38,6 +38,7 @@ __all__ = [
     "pivot_surface",
     "format_table",
     "format_value",
+    "table_notes",
 ]
 
 AXES: tuple[str, ...] = (
@@ -68,7 +69,8 @@ _NULL_WORDS = frozenset({"none", "null", "na", "nan", "<na>"})
 _TRUE_WORDS = frozenset({"true", "1", "yes", "y", "t"})
 _FALSE_WORDS = frozenset({"false", "0", "no", "n", "f"})
 _SHOWN_VALUES = 10
-_BOOKKEEPING = frozenset({"config_id", "replicates", "shard"})
+#: Identifiers: columns that name a row or a file, not quantities to tabulate.
+IDENTIFIERS = frozenset({"config_id", "shard"})
 
 
 def axis_columns(surface: pd.DataFrame) -> list[str]:
@@ -77,20 +79,18 @@ def axis_columns(surface: pd.DataFrame) -> list[str]:
 
 
 def value_columns(surface: pd.DataFrame) -> list[str]:
-    """The surface's numeric, non-axis columns: what ``--value`` may name.
+    """The surface's numeric, non-axis columns that measure something: what ``--value`` may name.
 
-    In frame order, except that bookkeeping columns (``config_id``,
-    ``replicates``, ``shard``) come last.
+    In frame order; identifiers (:data:`IDENTIFIERS`: ``config_id``, ``shard``) are not values.
     """
-    keys = set(axis_columns(surface))
-    found = [
+    keys = set(axis_columns(surface)) | IDENTIFIERS
+    return [
         c
         for c in surface.columns
         if c not in keys
         and ptypes.is_numeric_dtype(surface[c])
         and not ptypes.is_bool_dtype(surface[c])
     ]
-    return sorted(found, key=lambda c: c in _BOOKKEEPING)
 
 
 def format_value(value: object) -> str:
@@ -139,12 +139,12 @@ def parse_where(items: Sequence[str]) -> dict[str, str]:
         name, value = name.strip(), value.strip()
         if not sep or not name or not value:
             raise SweepError(
-                f"--where {item!r} is not NAME=VALUE; write e.g. --where alpha=0.6 "
+                f"--where {shown(item)} is not NAME=VALUE; write e.g. --where alpha=0.6 "
                 "--where rho_eta_known=true"
             )
         if name in where:
             raise SweepError(
-                f"--where {item!r} fixes {name} a second time (already {name}={where[name]}); "
+                f"--where {shown(item)} fixes {name} a second time (already {name}={where[name]}); "
                 "give each axis once"
             )
         where[name] = value
@@ -159,8 +159,11 @@ def _as_where(where: Mapping[str, object] | Sequence[str] | None) -> dict[str, o
     return dict(parse_where(where))
 
 
-def _coerce(column: pd.Series, name: str, value: object) -> object:
-    """A ``--where`` value read as the column's type; ``None`` stands for null."""
+def _coerce(column: pd.Series, name: str, value: object, option: str = "--where ") -> object:
+    """A ``--where`` value read as the column's type; ``None`` stands for null.
+
+    ``option`` starts an error message: ``"--where "`` on the command line, ``""`` in the API.
+    """
     text = value.strip().lower() if isinstance(value, str) else None
     if value is None or value is pd.NA or text in _NULL_WORDS:
         return None
@@ -174,7 +177,9 @@ def _coerce(column: pd.Series, name: str, value: object) -> object:
                 return False
         elif isinstance(value, bool | np.bool_ | int | np.integer) and value in (0, 1):
             return bool(value)
-        raise SweepError(f"--where {name}={value!r} is not a boolean; write {name}=true or false")
+        raise SweepError(
+            f"{option}{name}={shown(value)} is not a boolean; write {name}=true or false"
+        )
     if ptypes.is_numeric_dtype(column):
         if isinstance(value, bool | np.bool_):
             return float(value)
@@ -182,7 +187,7 @@ def _coerce(column: pd.Series, name: str, value: object) -> object:
             return float(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             raise SweepError(
-                f"--where {name}={value!r} is not a number; {name} takes "
+                f"{option}{name}={shown(value)} is not a number; {name} takes "
                 f"{_short_list(_sorted_unique(column))}"
             ) from None
     return str(value).strip() if isinstance(value, str) else str(value)
@@ -201,7 +206,10 @@ def _matches(column: pd.Series, target: object) -> np.ndarray:
 
 
 def filter_surface(
-    surface: pd.DataFrame, where: Mapping[str, object] | Sequence[str] | None
+    surface: pd.DataFrame,
+    where: Mapping[str, object] | Sequence[str] | None,
+    *,
+    option: str | None = "--where",
 ) -> pd.DataFrame:
     """The rows of ``surface`` whose axes equal every ``where`` value.
 
@@ -209,28 +217,31 @@ def filter_surface(
     strings. Strings are read as the column's type (booleans accept
     true/false/1/0; ``none`` matches a null such as ``n_rho_eta`` when ρ, η are
     known); numbers match within a relative tolerance of 1e-9. Returns a new
-    DataFrame (the original index kept). Raises SweepError naming ``--where``
-    for an unknown column or a value that matches no row (listing the values
-    present).
+    DataFrame (the original index kept). Raises SweepError for an unknown
+    column or a value that matches no row (listing the values present),
+    naming ``option`` (None: in the Python API's terms, keyword filters).
     """
     where = _as_where(where)
     keys = axis_columns(surface)
     frame = surface
     applied: list[str] = []
+    prefix = f"{option} " if option else ""
     for name, raw in where.items():
         if name not in keys:
             raise SweepError(
-                f"--where {name!r} is not an axis column; choose one of: {', '.join(keys)}"
+                f"{prefix}{name!r} is not an axis column; choose one of: {', '.join(keys)}"
             )
         column = frame[name]
-        target = _coerce(column, name, raw)
+        target = _coerce(column, name, raw, prefix)
         mask = _matches(column, target)
         if not mask.any():
             context = f" among rows with {', '.join(applied)}" if applied else ""
-            raise SweepError(
-                f"--where {name}={format_value(raw)} matches no row{context}; {name} takes "
-                f"{_short_list(_sorted_unique(column))}"
+            what = (
+                f"{prefix}{name}={format_value(raw)} matches no row{context}"
+                if option
+                else f"no row with {name} = {format_value(raw)}{context}"
             )
+            raise SweepError(f"{what}; {name} takes {_short_list(_sorted_unique(column))}")
         frame = frame.loc[mask]
         applied.append(f"{name}={format_value(raw)}")
     return frame.copy()
@@ -251,6 +262,8 @@ def _check_value(surface: pd.DataFrame, value: str) -> None:
     choose = f"choose one of: {', '.join(allowed)}"
     if value in axis_columns(surface):
         raise SweepError(f"--value {value!r} is an axis, not a value; {choose}")
+    if value in IDENTIFIERS and value in surface.columns:
+        raise SweepError(f"--value {value!r} is an identifier, not a value; {choose}")
     if isinstance(value, str) and value in surface.columns:
         raise SweepError(f"--value {value!r} is not numeric; {choose}")
     raise SweepError(f"--value {value!r} is not a surface column; {choose}")
@@ -295,13 +308,20 @@ def select_cells(
         if key not in names and int(groups[key].nunique(dropna=False).max()) > 1
     ]
     if varying:
+        tied = _tied_groups(frame, varying)
         parts = [
-            f"{key} (it takes {_short_list(_sorted_unique(frame[key]))} in these rows)"
-            for key in varying
+            f"{key} (it takes {_short_list(_sorted_unique(frame[key]))} in these rows"
+            + (
+                f"; {' and '.join(rest)} {'is' if len(rest) == 1 else 'are'} tied to it"
+                if rest
+                else ""
+            )
+            + ")"
+            for key, *rest in tied
         ]
         raise SweepError(
             f"--where must fix {' and '.join(parts)}; "
-            f"or put {'it' if len(varying) == 1 else 'one'} on {' or '.join(axes)}"
+            f"or put {'it' if len(tied) == 1 else 'one'} on {' or '.join(axes)}"
         )
     sizes = groups.size()
     cell = sizes.index[int(np.argmax(sizes.to_numpy()))]
@@ -311,6 +331,29 @@ def select_cells(
         f"--where cannot single out one row at {at}: {int(sizes.max())} rows share every axis "
         "there; the surface repeats a configuration"
     )
+
+
+def _tied_groups(frame: pd.DataFrame, names: list[str]) -> list[list[str]]:
+    """``names`` grouped into axes that move together in ``frame`` (one-to-one values).
+
+    A tied pair (``eta: rho``, or ψ, which is α with a shared paired set) is
+    fixed by fixing either, so an error names the group once, first name first.
+    """
+    groups: list[list[str]] = []
+    for name in names:
+        for group in groups:
+            head = group[0]
+            if _one_to_one(frame, head, name):
+                group.append(name)
+                break
+        else:
+            groups.append([name])
+    return groups
+
+
+def _one_to_one(frame: pd.DataFrame, a: str, b: str) -> bool:
+    pairs = frame[[a, b]].drop_duplicates()
+    return len(pairs) == frame[a].nunique(dropna=False) == frame[b].nunique(dropna=False)
 
 
 def _positions(column: pd.Series, keys: list[object]) -> np.ndarray:
@@ -385,7 +428,9 @@ def format_table(table: pd.DataFrame, value: str, digits: int = 3) -> str:
             return "—"
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
-        return f"{x:.0f}" if integer else f"{x:.{int(digits)}f}"
+        text = f"{x:.0f}" if integer else f"{x:.{int(digits)}f}"
+        # A value that rounds to zero is shown unsigned: "-0.000" reads as a negative bias.
+        return text.lstrip("-") if float(text) == 0 else text
 
     corner = f"{table.index.name or 'rows'}\\{table.columns.name or 'cols'}"
     header = [corner, *(format_value(c) for c in table.columns)]
@@ -402,3 +447,17 @@ def format_table(table: pd.DataFrame, value: str, digits: int = 3) -> str:
         ).rstrip()
         for line in lines
     )
+
+
+def table_notes(frame: pd.DataFrame, value: str) -> list[str]:
+    """Footnotes for a table of ``value`` over the rows ``frame``: cells a reader would query.
+
+    ``eps`` where N_Φ = N_M = 0 is 1 by convention (no ratings: no evidence about α).
+    """
+    notes = []
+    if value == "eps" and {"n_phi", "n_m"} <= set(frame.columns):
+        if ((frame["n_phi"] == 0) & (frame["n_m"] == 0)).any():
+            notes.append(
+                "eps is 1 by convention where n_phi = n_m = 0: no ratings, no evidence about α"
+            )
+    return notes

@@ -13,6 +13,7 @@ from binmetric_sweep.sweep.tables import (
     parse_where,
     pivot_surface,
     select_cells,
+    table_notes,
     value_columns,
 )
 
@@ -170,13 +171,22 @@ def test_where_refuses_a_value_of_the_wrong_type(surface, where, needles):
 
 
 def test_pivot_names_every_axis_left_varying(surface):
+    # η is tied to ρ here (eta: rho): fixing either fixes both, so they are named as one.
     message = refuses(
         lambda: pivot_surface(surface, "n_phi", "n_m", "eps", {}),
-        "--where must fix",
-        "rho (it takes 0.51, 0.7 in these rows)",
-        "eta (it takes 0.51, 0.7",
+        "--where must fix rho (it takes 0.51, 0.7 in these rows; eta is tied to it); "
+        "or put it on --rows or --cols",
     )
     assert "n_phi (" not in message and "n_m (" not in message
+    assert "and eta (" not in message
+    assert len(pivot_surface(surface, "n_phi", "n_m", "eps", {"eta": 0.7})) == 3
+    # Varied independently, each is named.
+    crossed = pd.concat([surface, surface.assign(eta=0.9)], ignore_index=True)
+    refuses(
+        lambda: pivot_surface(crossed, "n_phi", "n_m", "eps", {}),
+        "--where must fix rho (it takes 0.51, 0.7 in these rows) and eta (it takes 0.51, 0.7, 0.9",
+        "or put one on --rows or --cols",
+    )
     two_gammas = pd.concat([surface, surface.assign(gamma=0.1)], ignore_index=True)
     refuses(
         lambda: pivot_surface(two_gammas, "n_phi", "n_m", "eps", {"rho": 0.7}),
@@ -216,11 +226,30 @@ def test_pivot_refuses_a_bad_value(surface, value, needles):
     refuses(lambda: pivot_surface(surface, "n_phi", "n_m", value, {"rho": 0.7}), *needles)
 
 
-def test_value_columns_are_numeric_non_axes_bookkeeping_last(surface):
+def test_value_columns_are_numeric_measures_not_axes_or_identifiers(surface):
     values = value_columns(surface)
-    assert values[:4] == ["eps", "sd_mean", "coverage", "divergences"]
-    assert set(values[4:]) == {"config_id", "replicates", "shard"}
+    assert values == ["eps", "sd_mean", "coverage", "divergences", "replicates"]
     assert not set(values) & set(AXES)
+    refuses(
+        lambda: pivot_surface(surface, "n_phi", "n_m", "config_id", {"rho": 0.7}),
+        "--value 'config_id' is an identifier, not a value; choose one of: eps, sd_mean",
+    )
+
+
+def test_cells_that_round_to_zero_show_no_sign(surface):
+    table = pivot_surface(surface.assign(eps=-1e-5), "n_phi", "n_m", "eps", {"rho": 0.7})
+    text = format_table(table, "eps", digits=3)
+    assert "-0.000" not in text and "0.000" in text
+    negative = pivot_surface(surface.assign(eps=-0.0123), "n_phi", "n_m", "eps", {"rho": 0.7})
+    assert "-0.012" in format_table(negative, "eps", digits=3)
+
+
+def test_notes_explain_the_conventional_eps_of_no_ratings(surface):
+    assert table_notes(surface, "eps") == [
+        "eps is 1 by convention where n_phi = n_m = 0: no ratings, no evidence about α"
+    ]
+    assert table_notes(surface, "sd_mean") == []
+    assert table_notes(surface[surface.n_phi > 0], "eps") == []
 
 
 def test_select_cells_uses_the_option_names_it_is_given(surface):
