@@ -9,6 +9,7 @@ chains them. The CLI is a thin layer over these functions.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.config import SweepSpec, load_sweep, spec_from_canonical
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
+from binmetric_sweep.sweep.progress import ProgressBar
 from binmetric_sweep.sweep.shards import make_shards
 from binmetric_sweep.sweep.store import Store, open_store, read_manifest
 
@@ -48,15 +50,18 @@ class RunReport:
 
     def line(self) -> str:
         """One readable line for the user."""
-        parts = [
-            f"{self.out}: {self.shards} shards ({self.configurations:,} configurations);",
-            f"{self.already_done} already done, {self.computed} computed in {self.seconds:.1f} s",
-        ]
+        line = (
+            f"{self.out}: {counted(self.shards, 'shard')} "
+            f"({counted(self.configurations, 'configuration')}); "
+            f"{self.already_done:,} already done, {self.computed:,} computed in "
+            f"{self.seconds:.1f} s"
+        )
         if self.recomputed_corrupt:
-            parts.append(f"; recomputed corrupt shards {self.recomputed_corrupt}")
+            listed = ", ".join(str(i) for i in self.recomputed_corrupt)
+            line += f"; recomputed corrupt {plural(len(self.recomputed_corrupt), 'shard')} {listed}"
         if self.stale_temporaries:
-            parts.append(f"; removed {self.stale_temporaries} temporary files of a killed run")
-        return " ".join(parts)
+            line += f"; removed {counted(self.stale_temporaries, 'temporary file')} of a killed run"
+        return line
 
 
 @dataclass(frozen=True)
@@ -91,17 +96,43 @@ class SweepStatus:
         ]
         for index, reason in sorted(self.corrupt.items()):
             out.append(f"corrupt: shard {index}: {reason} (the next `sweep run` recomputes it)")
-        labelled = (("nodes", self.nodes), ("devices", self.devices), ("NUTS loops", self.loops))
+        devices = Counter()
+        for name, k in self.devices.items():
+            devices[device_name(name)] += k
+        labelled = (("node", self.nodes), ("device", devices), ("NUTS loop", self.loops))
         for label, counts in labelled:
             if counts:
-                listed = ", ".join(f"{name} ({k} shards)" for name, k in sorted(counts.items()))
-                out.append(f"{label}: {listed}")
+                listed = ", ".join(
+                    f"{name} ({counted(k, 'shard')})" for name, k in sorted(counts.items())
+                )
+                out.append(f"{plural(len(counts), label)}: {listed}")
         if len(set(self.devices) - {"not recorded"}) > 1:
             out.append(
                 "note: shards were computed on different kinds of device, whose draws differ "
                 "for the same seed (see the README, Installing for GPU)"
             )
         return out
+
+
+def plural(n: int, word: str) -> str:
+    """``word`` for one, else its plural (``shard`` → ``shards``)."""
+    return word if n == 1 else f"{word}s"
+
+
+def counted(n: int, word: str) -> str:
+    """``1 shard``, ``2 shards``, ``1,024 configurations``."""
+    return f"{n:,} {plural(n, word)}"
+
+
+def device_name(recorded: str) -> str:
+    """A shard's recorded device (``platform: kind``) as a person names it.
+
+    ``cpu: cpu`` → ``cpu``; ``gpu: NVIDIA H200`` → ``NVIDIA H200 (gpu)``.
+    """
+    platform, _, kind = recorded.partition(": ")
+    if not kind or kind.lower() == platform.lower():
+        return platform
+    return f"{kind} ({platform})"
 
 
 def _plan(sweep, max_configurations: int):
@@ -117,10 +148,10 @@ def run(
     backend: Backend = "local",
     *,
     address: str | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     max_configurations: int = DEFAULT_MAX_CONFIGURATIONS,
     fault: Callable[[FitResults], FitResults] | None = None,
-    compile_cache: str | Path | None = None,
+    compile_cache: str | Path | None = DEFAULT,
     shards_ahead: int | None = None,
 ) -> RunReport:
     """Run (or finish) a sweep into ``out``; shards already on disk are not recomputed.
@@ -133,14 +164,15 @@ def run(
         out: the output directory (created; must be new, empty, or hold this sweep).
         backend: "local" (in-process, CPU or GPU) or "ray".
         address: Ray cluster address (else ``RAY_ADDRESS``, else a local Ray).
-        progress: show a progress bar of configurations with an ETA.
+        progress: show a progress bar of fits on standard error (:mod:`sweep.progress`);
+            None (the default): when standard error is a terminal.
         max_configurations: refuse sweeps with more fits than this.
         fault: fault-injection hook applied to each shard's fits (tests).
         compile_cache: where to keep traced and compiled programs for later runs: a
-            directory, "default" (:func:`sweep.compile_cache.default_cache_dir`)
-            or None (not at all, unless JAX already has a cache directory);
-            on Ray, each worker process uses the same request. See
-            :mod:`sweep.compile_cache`. The CLI's default is "default".
+            directory, "default" (the default:
+            :func:`sweep.compile_cache.default_cache_dir`) or None (not at all,
+            unless JAX already has a cache directory); on Ray, each worker
+            process uses the same request. See :mod:`sweep.compile_cache`.
         shards_ahead: with the local backend, shards begun before the one in
             hand is written (:func:`sweep.runners.run_local`; by default none
             on CPU, one on an accelerator). The numbers do not depend on it.
@@ -161,11 +193,19 @@ def run(
         corrupt = [s.index for s in states if s.state == "corrupt"]
         todo = [shards[s.index] for s in states if s.state != "done"]
         done_configs = sum(len(shards[s.index].configurations) for s in states if s.state == "done")
-        bar = _progress_bar(len(configurations), done_configs, spec.name) if progress else None
+        if progress is None:
+            progress = sys.stderr.isatty()
+        bar = (
+            ProgressBar(
+                spec.name, len(configurations) * spec.replicates, done_configs * spec.replicates
+            )
+            if progress
+            else None
+        )
 
         def on_fits(n: int) -> None:
             if bar is not None:
-                bar.update(n / spec.replicates)
+                bar.add(n)
 
         if backend == "local":
             from binmetric_sweep.sweep.runners import run_local
@@ -184,8 +224,8 @@ def run(
                 computed += 1
                 if bar is not None:
                     if backend == "ray":
-                        bar.update(len(shards[result.index].configurations))
-                    bar.set_postfix(shards=f"{len(shards) - len(todo) + computed}/{len(shards)}")
+                        bar.add(len(shards[result.index].configurations) * spec.replicates)
+                    bar.shards(len(shards) - len(todo) + computed, len(shards))
         finally:
             if bar is not None:
                 bar.close()
@@ -199,19 +239,6 @@ def run(
         stale_temporaries=stale,
         seconds=time.perf_counter() - started,
         compile_cache=cache,
-    )
-
-
-def _progress_bar(total: int, initial: int, name: str):
-    from tqdm.auto import tqdm
-
-    return tqdm(
-        total=total,
-        initial=initial,
-        unit="config",
-        desc=name,
-        dynamic_ncols=True,
-        bar_format="{l_bar}{bar}| {n:.0f}/{total} configs [{elapsed}<{remaining}{postfix}]",
     )
 
 
@@ -257,7 +284,7 @@ def _load(out: str | Path, table: str, filters: dict) -> pd.DataFrame:
     if filters:
         from binmetric_sweep.sweep.tables import filter_surface
 
-        frame = filter_surface(frame, filters)
+        frame = filter_surface(frame, filters, option=None)
     return frame
 
 

@@ -32,7 +32,8 @@ import os
 import pickle
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -45,8 +46,10 @@ __all__ = [
     "ENV_VAR",
     "PROGRAMS_FOLDER",
     "ExportedProgram",
+    "add_compile_listener",
     "default_cache_dir",
     "programs_dir",
+    "remove_compile_listener",
     "use_compilation_cache",
 ]
 
@@ -193,17 +196,26 @@ class ExportedProgram:
         self._lock = threading.Lock()
 
     def __call__(self, *args):
-        call, out_tree, leaves = self._resolve(args)
-        return jax.tree.unflatten(out_tree, call(*leaves))
+        leaves, in_tree = jax.tree.flatten(args)
+        if self._signature(leaves, in_tree) in self._calls:
+            call, out_tree, leaves = self._resolve(args)
+            return jax.tree.unflatten(out_tree, call(*leaves))
+        with _compiling(self.name):  # traced or loaded, then compiled by its first call
+            call, out_tree, leaves = self._resolve(args)
+            return jax.tree.unflatten(out_tree, call(*leaves))
 
     def lower(self, *args):
         """The lowered program these arguments run (``.compile()`` it ahead of a call)."""
         call, _, leaves = self._resolve(args)
         return call.lower(*leaves)
 
+    @staticmethod
+    def _signature(leaves, in_tree) -> tuple:
+        return (str(in_tree), tuple(_aval(x) for x in leaves))
+
     def _resolve(self, args):
         leaves, in_tree = jax.tree.flatten(args)
-        signature = (str(in_tree), tuple(_aval(x) for x in leaves))
+        signature = self._signature(leaves, in_tree)
         with self._lock:
             if signature not in self._calls:
                 self._calls[signature] = self._load_or_export(leaves, in_tree, signature)
@@ -242,6 +254,41 @@ class ExportedProgram:
         flat.__name__ = flat.__qualname__ = self.name
         exported = jax.export.export(jax.jit(flat), disabled_checks=_UNVERSIONED_CALLS)(*leaves)
         return exported, out_trees[0]
+
+
+_listeners: list[Callable[[str, bool], None]] = []
+_listeners_lock = threading.Lock()
+
+
+def add_compile_listener(listener: Callable[[str, bool], None]) -> None:
+    """Call ``listener(name, True)`` when an :class:`ExportedProgram` begins preparing a program
+    (tracing or loading its export, then compiling it) and ``listener(name, False)`` when done.
+
+    A process-wide hook, as :mod:`jax.monitoring`'s are: a progress bar uses it to show a
+    compiling phase, during which no fits finish. It may be called from several threads.
+    """
+    with _listeners_lock:
+        _listeners.append(listener)
+
+
+def remove_compile_listener(listener: Callable[[str, bool], None]) -> None:
+    """Stop calling a listener added by :func:`add_compile_listener` (absent: nothing)."""
+    with _listeners_lock:
+        if listener in _listeners:
+            _listeners.remove(listener)
+
+
+@contextmanager
+def _compiling(name: str) -> Iterator[None]:
+    with _listeners_lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        listener(name, True)
+    try:
+        yield
+    finally:
+        for listener in listeners:
+            listener(name, False)
 
 
 def _read(path: Path):
