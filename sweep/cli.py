@@ -1,27 +1,35 @@
 """``sweep``: the command line. It parses arguments, calls the Python API and formats errors.
 
 Bad input exits with status 2 after one line ``sweep: error: …`` naming the
-field, the value and what is allowed; nothing is written.
+field, the value and what is allowed; nothing is written. Output cut short by
+its reader (``sweep show … | head``) ends the command quietly, with the
+status of a process killed by SIGPIPE (141), as other Unix tools.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
 from binmetric_sweep.sweep.compile_cache import DEFAULT as DEFAULT_COMPILE_CACHE
-from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS
 
 __all__ = ["main", "build_parser"]
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (and a SweepError, exit status 2)."""
+    """An argument parser whose errors are one line (and a SweepError, exit status 2).
+
+    A subcommand's error names it once: ``sweep: error: plan: argument --alpha: …``.
+    """
 
     def error(self, message: str):  # noqa: D102 - argparse hook
-        raise SweepError(f"{self.prog}: {message}")
+        command = self.prog.removeprefix("sweep").strip()
+        raise SweepError(f"{command}: {message}" if command else message)
 
 
 def _positive_int(text: str) -> int:
@@ -30,7 +38,7 @@ def _positive_int(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a positive integer")
     return value
 
 
@@ -40,7 +48,7 @@ def _count(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a non-negative integer")
     return value
 
 
@@ -50,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     from binmetric_sweep.sweep import __version__
 
     parser.add_argument("--version", action="version", version=f"binmetric-sweep {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
 
     run = commands.add_parser("run", help="run (or finish) a sweep into a directory")
     run.add_argument("sweep_file", metavar="SWEEP.yaml")
@@ -63,7 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_CONFIGURATIONS,
         help=f"refuse sweeps with more fits than this (default {DEFAULT_MAX_CONFIGURATIONS:,})",
     )
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (none either when standard error is not a terminal)",
+    )
     cache = run.add_mutually_exclusive_group()
     cache.add_argument(
         "--compile-cache",
@@ -109,32 +123,54 @@ def build_parser() -> argparse.ArgumentParser:
         "plan",
         help="the cheapest human + metric ratings for a target ε (--eps) or budget (--budget)",
     )
-    for name in ("alpha", "rho", "eta", "eps", "budget", "gamma", "power"):
-        plan.add_argument(f"--{name}", type=float)
-    plan.add_argument("--cost-human", type=float, help="price of a human rating (default 1)")
-    plan.add_argument("--cost-metric", type=float, help="price of a metric rating")
-    plan.add_argument("--n-rho-eta", metavar="shared|known|N", help="default shared")
-    plan.add_argument("--grid", metavar="PLAN.yaml", help="a YAML list of scenarios")
-    plan.add_argument("--replicates", type=_count, default=400, help="simulated campaigns (400)")
-    plan.add_argument("--seed", type=_count, default=0)
+    for name, metavar, text in PLAN_OPTIONS:
+        kind = str if name == "n_rho_eta" else float
+        plan.add_argument(f"--{name.replace('_', '-')}", type=kind, metavar=metavar, help=text)
+    plan.add_argument(
+        "--grid", metavar="PLAN.yaml", help="a YAML list of scenarios (keys as these options)"
+    )
+    plan.add_argument(
+        "--replicates",
+        type=_count,
+        default=400,
+        metavar="N",
+        help="campaigns simulated to check the power and type-I rate; 0 skips (default 400)",
+    )
+    plan.add_argument(
+        "--seed",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="seed of the simulated campaigns, an integer >= 0 (default 0)",
+    )
     plan.add_argument("--json", action="store_true", help="one JSON object per scenario")
-    plan.add_argument("-o", "--output", metavar="FILE.png", help="draw the frontier")
+    plan.add_argument("-o", "--output", metavar="FILE.png", help="draw the frontier (needs --eps)")
     return parser
 
 
-#: ``sweep plan`` flags that describe a scenario (the fields of ``sweep.plan.PlanSpec``).
-PLAN_FIELDS = (
-    "alpha",
-    "rho",
-    "eta",
-    "eps",
-    "budget",
-    "gamma",
-    "power",
-    "cost_human",
-    "cost_metric",
-    "n_rho_eta",
+#: ``sweep plan``'s scenario options: name, metavar and help. Their values are
+#: checked by ``sweep.plan.PlanSpec``, whose errors name the option.
+PLAN_OPTIONS = (
+    ("alpha", "A", "the system's success rate α, in (0, 1); required"),
+    ("rho", "R", "the metric's true-positive rate ρ, in [0, 1]; required"),
+    ("eta", "E", "the metric's true-negative rate η, in [0, 1]; required"),
+    ("eps", "EPS", "target difference ε on α's 0-1 scale, in (0, 1): the cheapest plan for it"),
+    ("budget", "B", "most a campaign may cost, in --cost-human units: the least ε it buys"),
+    ("gamma", "G", "significance level γ of the two-sided test, in (0, 1) (default 0.05)"),
+    ("power", "P", "power the test must reach at a difference ε, in [0.5, 1) (default 0.8)"),
+    ("cost_human", "C", "price of one human rating, > 0 (default 1)"),
+    ("cost_metric", "C", "price of one metric rating, > 0, in the same unit; required"),
+    (
+        "n_rho_eta",
+        "shared|known|N",
+        "how ρ and η are learnt: from the human-rated items (shared, the default), known "
+        "numbers (known), or N separately paired items",
+    ),
 )
+
+
+#: ``sweep plan`` flags that describe a scenario (the fields of ``sweep.plan.PlanSpec``).
+PLAN_FIELDS = tuple(name for name, _, _ in PLAN_OPTIONS)
 
 
 def _run(args) -> None:
@@ -145,7 +181,7 @@ def _run(args) -> None:
         args.out,
         backend=args.backend,
         address=args.address,
-        progress=not args.no_progress,
+        progress=False if args.no_progress else None,
         max_configurations=args.max_configurations,
         compile_cache=args.compile_cache,
     )
@@ -160,11 +196,20 @@ def _status(args) -> None:
 
 def _show(args) -> None:
     from binmetric_sweep.sweep.api import load_surface
-    from binmetric_sweep.sweep.tables import format_table, parse_where, pivot_surface
+    from binmetric_sweep.sweep.tables import (
+        filter_surface,
+        format_table,
+        parse_where,
+        pivot_surface,
+        table_notes,
+    )
 
     where = parse_where(args.where)
-    table = pivot_surface(load_surface(args.dir), args.rows, args.cols, args.value, where)
+    surface = load_surface(args.dir)
+    table = pivot_surface(surface, args.rows, args.cols, args.value, where)
     print(format_table(table, args.value, args.digits))
+    for note in table_notes(filter_surface(surface, where), args.value):
+        print(f"note: {note}")
 
 
 def _plot(args) -> None:
@@ -187,7 +232,7 @@ def _plot(args) -> None:
     print(f"wrote {path}")
 
 
-def _plan(args) -> None:
+def _plan(args) -> int:
     from binmetric_sweep.sweep.plan import (
         check_image_path,
         load_plan_grid,
@@ -206,7 +251,7 @@ def _plan(args) -> None:
             )
         plans = plan_grid(load_plan_grid(args.grid), replicates=args.replicates, seed=args.seed)
         print(plans_json(plans) if args.json else plan_table(plans))
-        return
+        return _plan_status(plans)
     for required in ("alpha", "rho", "eta", "cost_metric"):
         if required not in given:
             raise SweepError(f"--{required.replace('_', '-')}: required (or give --grid PLAN.yaml)")
@@ -219,14 +264,40 @@ def _plan(args) -> None:
     if args.output:
         path = plot_frontier(plans[0], args.output)
         print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+    return _plan_status(plans)
+
+
+def _plan_status(plans) -> int:
+    return 0 if all(p.reachable for p in plans) else UNREACHABLE_STATUS
+
+
+#: ``sweep plan``'s exit status when a scenario's target ε is out of its budget's
+#: reach (the plan printed says what the budget reaches instead).
+UNREACHABLE_STATUS = 3
+
+
+def _reader_gone() -> int:
+    """Stdout's reader has gone (``| head``): drop what is left unwritten, exit as SIGPIPE would."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush then writes nowhere
+    return 128 + signal.SIGPIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0, 2 for bad input, 130 when interrupted)."""
+    """Run the CLI; returns the exit status.
+
+    0: done; 2: bad input (nothing written); 3: ``sweep plan`` with a target
+    its budget cannot reach (:data:`UNREACHABLE_STATUS`); 130: interrupted;
+    141: the reader of the output went away.
+    """
     try:
         args = build_parser().parse_args(argv)
         commands = {"run": _run, "status": _status, "show": _show, "plot": _plot, "plan": _plan}
-        commands[args.command](args)
+        status = commands[args.command](args) or 0
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except SweepError as err:
         print(f"sweep: error: {err}", file=sys.stderr)
         return 2
@@ -245,7 +316,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
-    return 0
 
 
 if __name__ == "__main__":

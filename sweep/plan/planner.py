@@ -10,7 +10,7 @@ from typing import Literal
 import jax
 import numpy as np
 
-from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.plan.exact import _Memo
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, _relax_with_kappa
 from binmetric_sweep.sweep.plan.report import Plan, _message
@@ -47,7 +47,7 @@ def plan_grid(
     if not specs:
         raise SweepError("scenarios: the list is empty; give at least one scenario")
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 0:
-        raise SweepError(f"replicates: {replicates!r} is not allowed; give an integer ≥ 0")
+        raise SweepError(f"replicates: {shown(replicates)} is not allowed; give an integer ≥ 0")
     p = problems(specs)
     memo = _Memo(p, chunk_size, {})
     n = len(specs)
@@ -55,8 +55,14 @@ def plan_grid(
     result = _integer_plans(memo, specs, relaxed, log_kappa, frontier, settings)
 
     sizes = np.array([[result[r]["n_phi"], result[r]["n_m"]] for r in range(n)], np.int64)
+    # The difference each plan is simulated at: its target where it reaches it, else the
+    # ε it does reach (an unreachable target's power would describe no plan shown).
+    reachable = [_reachable(spec, result[r]) for r, spec in enumerate(specs)]
     tested = np.array(
-        [s.eps if s.eps is not None else result[r]["eps"] for r, s in enumerate(specs)]
+        [
+            s.eps if s.eps is not None and ok else result[r]["eps"]
+            for r, (s, ok) in enumerate(zip(specs, reachable, strict=True))
+        ]
     )
     if replicates:
         checks = simulate_tests(
@@ -70,6 +76,15 @@ def plan_grid(
     ]
 
 
+def _reachable(spec: PlanSpec, got: dict) -> bool:
+    """Whether the integer plan ``got`` meets the scenario's target within its budget."""
+    cost = float(spec.cost(got["n_phi"], got["n_m"]))
+    return spec.eps is None or bool(
+        got["eps"] <= spec.eps
+        and (spec.budget is None or cost <= spec.budget * (1 + _BUDGET_SLACK))
+    )
+
+
 def _plan_of(spec: PlanSpec, got: dict, z, tested, checks, replicates: int, seed: int) -> Plan:
     """The :class:`Plan` of one scenario.
 
@@ -81,11 +96,9 @@ def _plan_of(spec: PlanSpec, got: dict, z, tested, checks, replicates: int, seed
         checks: the simulation's power, its MCSE, type-I rate and its MCSE (NaN: not run).
         replicates, seed: the simulation's.
     """
-    x, y, e = got["n_phi"], got["n_m"], got["eps"]
+    x, y, e = got["n_phi"], got["n_m"], float(got["eps"])
     cost = float(spec.cost(x, y))
-    reachable = spec.eps is None or (
-        e <= spec.eps and (spec.budget is None or cost <= spec.budget * (1 + _BUDGET_SLACK))
-    )
+    reachable = _reachable(spec, got)
     alone, unlimited, floor = got.get("alone"), got.get("unlimited"), got.get("floor")
     power, power_se, type1, type1_se = checks
     return Plan(
@@ -94,12 +107,12 @@ def _plan_of(spec: PlanSpec, got: dict, z, tested, checks, replicates: int, seed
         n_m=y,
         cost=cost,
         eps=e,
-        sd=e / (math.sqrt(2.0) * z),
-        reachable=bool(reachable),
+        sd=e / (math.sqrt(2.0) * float(z)),
+        reachable=reachable,
         n_phi_alone=alone,
         cost_alone=None if alone is None else float(spec.cost(alone, 0)),
         n_phi_unlimited=unlimited,
-        eps_floor=floor,
+        eps_floor=None if floor is None else float(floor),
         eps_tested=float(tested),
         empirical_power=float(power),
         empirical_power_mcse=float(power_se),

@@ -131,6 +131,8 @@ def _target_plans(memo: _Memo, rows: np.ndarray, relaxed: _Relaxed, log_kappa, f
     Returns per row: (n_phi, n_m, eps, n_phi_alone, n_phi_unlimited, frontier points).
     """
     p = memo.p
+    if len(rows) == 0:  # budget-mode scenarios only
+        return []
     index, axis, fixed, kind = [], [], [], []
     for r in rows:
         y_star, x_star = float(relaxed.n_m[r]), float(relaxed.n_phi[r])
