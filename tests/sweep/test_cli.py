@@ -116,3 +116,62 @@ def test_run_status_show_plot_through_the_console(tmp_path):
     )
     assert plot.returncode == 0, plot.stderr
     assert png.stat().st_size > 1000
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    """``sweep status DIR | head``, ``sweep show … | head``: no traceback, SIGPIPE's status."""
+    out = tmp_path / "out"
+    assert cli("run", write_sweep(tmp_path / "s.yaml", tiny()), "--out", str(out)).returncode == 0
+    show = f"show {out} --rows n_phi --cols n_m --where alpha=0.6 rho=0.7 gamma=0.05"
+    for command in (f"status {out}", show):
+        for _ in range(3):  # the reader may go before or after the first write
+            done = subprocess.run(
+                f"set -o pipefail; {sys.executable} -m binmetric_sweep.sweep {command} | head -c 1",
+                shell=True,
+                executable="/bin/bash",
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+            assert done.stderr == "" and len(done.stdout) == 1, done.stderr
+            assert done.returncode in (0, 141)
+
+
+def test_messages_read_as_a_person_writes_them(tmp_path, capsys):
+    assert main(["frobnicate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sweep: error: argument COMMAND: invalid choice: 'frobnicate'")
+    assert err.count("sweep") == 1
+    assert main(["plan", "--alpha"]) == 2
+    assert capsys.readouterr().err.startswith("sweep: error: plan: argument --alpha")
+    out = tmp_path / "out"
+    assert (
+        main(["run", write_sweep(tmp_path / "s.yaml", tiny(shard_size=16)), "--out", str(out)]) == 0
+    )
+    line = capsys.readouterr().out
+    assert "1 shard (16 configurations)" in line, line
+    assert main(["status", str(out)]) == 0
+    status = capsys.readouterr().out
+    assert "node: " in status and "(1 shard)" in status and "device: cpu (1 shard)" in status
+    assert "cpu: cpu" not in status and "shards)" not in status
+
+
+def test_every_plan_option_says_what_it_is_and_its_default_or_range(capsys):
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for option, needle in [
+        ("--alpha A", "success rate α, in (0, 1)"),
+        ("--rho R", "true-positive rate ρ, in [0, 1]"),
+        ("--eta E", "true-negative rate η, in [0, 1]"),
+        ("--eps EPS", "target difference ε"),
+        ("--budget B", "most a campaign may cost"),
+        ("--gamma G", "(default 0.05)"),
+        ("--power P", "(default 0.8)"),
+        ("--cost-human C", "(default 1)"),
+        ("--cost-metric C", "price of one metric rating"),
+        ("--n-rho-eta shared|known|N", "the default"),
+        ("--replicates N", "(default 400)"),
+        ("--seed N", "(default 0)"),
+    ]:
+        assert f"{option} " in text and needle in text, (option, needle)

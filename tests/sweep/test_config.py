@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from binmetric_sweep.sweep.config import load_sweep, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
@@ -137,3 +138,19 @@ def test_the_sampler_loops_a_sweep_file_takes_are_the_kernels_drivers():
     from binmetric_sweep.sweep.config import SamplerSettings
 
     assert get_args(SamplerSettings.model_fields["loop"].annotation) == LOOPS
+
+
+def test_a_huge_nested_value_is_refused_in_one_short_line():
+    """A 'billion laughs' axis (7 levels of 9 through YAML aliases; 43 million numbers,
+    megabytes as text) is refused in one line that echoes it shortened."""
+    anchors = ["&a0 [" + ", ".join(["0.5"] * 9) + "]"]
+    anchors += [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 7)]
+    laughs = yaml.safe_load(f"[{', '.join(anchors)}]")[-1]
+    text = yaml.safe_dump(tiny(grid={**tiny()["grid"], "alpha": [laughs]}))  # with its aliases
+    for source in (tiny(grid={**tiny()["grid"], "alpha": [laughs]}), text):
+        with pytest.raises(SweepError) as err:
+            load_sweep(source)
+        message = str(err.value)
+        assert message.startswith("grid.alpha: value [[[…], […], […], …], ")
+        assert message.endswith("(nested list) is not a finite number")
+        assert len(message) < 200 and "\n" not in message

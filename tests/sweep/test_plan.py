@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import jax
 import numpy as np
@@ -403,3 +404,29 @@ def test_cli_plan_json_grid_and_errors(tmp_path, capsys):
         assert main(bad) == 2, bad
         err = capsys.readouterr().err.strip()
         assert err.startswith("sweep: error: ") and "\n" not in err and field in err, err
+
+
+def test_a_budget_it_cannot_buy_is_answered_at_the_eps_it_reaches(capsys):
+    """Unreachable: the plan shown is the least ε within the budget, simulated at that ε, and
+    the exit status is 3 as text and as JSON; a budget alone is planned, exit 0."""
+    point = ["plan", "--alpha", "0.6", "--rho", "0.8", "--eta", "0.8", "--cost-metric", "0.002"]
+    assert main([*point, "--eps", "0.02", "--budget", "3000", "--replicates", "20"]) == 3
+    text = capsys.readouterr().out
+    reached = re.search(r"ε = (0\.\d{5}) \(γ", text).group(1)
+    assert float(reached) > 0.02 and "UNREACHABLE" in text
+    assert f"The budget reaches ε = {reached} at best" in text
+    assert f"simulated (20 campaigns, ε = {reached}," in text
+    assert main([*point, "--eps", "0.02", "--budget", "3000", "--replicates", "20", "--json"]) == 3
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["reachable"] is False and answer["eps_tested"] == answer["eps"] > 0.02
+    assert main([*point, "--budget", "3000", "--replicates", "0", "--json"]) == 0
+    budget_only = json.loads(capsys.readouterr().out)
+    assert budget_only["reachable"] and budget_only["cost"] <= 3000
+    assert budget_only["eps"] == pytest.approx(answer["eps"])
+
+
+def test_a_plan_prints_plain_numbers():
+    pl = sweep.plan(0.6, 0.8, 0.8, eps=0.1, cost_metric=0.002, replicates=0, chunk_size=CHUNK)
+    text = repr(pl)
+    assert "np.float64" not in text and "np.int64" not in text
+    assert f"eps={pl.eps!r}" in text and type(pl.eps) is float and type(pl.sd) is float

@@ -288,3 +288,16 @@ def test_fault_hook_flags_nonfinite_fits_instead_of_averaging_them(tmp_path):
     assert (~fits.finite).sum() == 24
     surface = sweep.load_surface(tmp_path / "out", gamma=0.05)
     assert surface.nonfinite.sum() == 24 and np.isfinite(surface.sd_mean).all()
+
+
+def test_api_filters_are_refused_in_the_api_s_terms(tiny_run):
+    out, _ = tiny_run
+    for filters, message in [
+        (dict(rho=0.8), "no row with rho = 0.8; rho takes 0.7, 0.9"),
+        (dict(rhoo=0.8), "'rhoo' is not an axis column; choose one of: alpha, rho"),
+        (dict(rho="x"), "rho='x' is not a number; rho takes 0.7, 0.9"),
+    ]:
+        with pytest.raises(sweep.SweepError) as err:
+            sweep.load_surface(out, **filters)
+        assert str(err.value) == message or str(err.value).startswith(message), str(err.value)
+        assert "--where" not in str(err.value)
