@@ -6,11 +6,13 @@ Python API is :func:`run`, :func:`status`, :func:`load_surface`, :func:`load_fit
 ``sweep`` (or ``binmetric-sweep``) on the command line is a thin layer over them.
 """
 
-__version__ = "0.33.0"
-#: The version whose kernels or chunking last changed a fit's numbers. A sweep
-#: directory resumes under any version with the same numbers; one written
-#: before 0.17.0 counts its own version as its numbers'.
-NUMBERS_VERSION = "0.24.0"
+__version__ = "0.34.0"
+#: The version that last changed a fit's numbers (its kernels or chunking) or
+#: the columns of the tables written (0.34.0: the surface's coverage interval).
+#: A sweep directory resumes under any version with the same one, so its shards
+#: share one set of numbers and one schema; one written before 0.17.0 counts its
+#: own version as its numbers'.
+NUMBERS_VERSION = "0.34.0"
 
 from binmetric_sweep.sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status  # noqa: E402
 from binmetric_sweep.sweep.errors import SweepError  # noqa: E402

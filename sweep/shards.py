@@ -78,6 +78,8 @@ SURFACE_COLUMNS = (
     "bias_mcse",
     "coverage",
     "coverage_mcse",
+    "coverage_low",
+    "coverage_high",
     "rhat_max",
     "ess_min",
     "divergences",

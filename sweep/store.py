@@ -251,11 +251,11 @@ def open_store(out: str | Path, spec: SweepSpec, shard_rows: list[int], create: 
         manifest = read_manifest(out)
         written = manifest.get("numbers_version", manifest.get("version"))
         if written != NUMBERS_VERSION:
-            # One sweep, one version of the numbers: the kernels' change between versions.
+            # One sweep, one version of the numbers and columns: they change between versions.
             raise SweepError(
                 f"--out: {str(out)!r} was written by binmetric-sweep "
                 f"{manifest.get('version')} (numbers of {written}), and this is {__version__} "
-                f"(numbers of {NUMBERS_VERSION}), whose kernels may give different numbers; "
+                f"(numbers of {NUMBERS_VERSION}), whose fits or columns may differ; "
                 "finish it with that version, or give a fresh --out directory"
             )
         changed = _differences(manifest.get("sweep"), spec.canonical())

@@ -46,5 +46,6 @@ def test_sampled_mode_is_unbiased_and_covers():
     coverage, coverage_mcse = np.asarray(s.coverage), np.asarray(s.coverage_mcse)
     assert np.all(np.abs(bias) <= 3 * bias_mcse)
     assert np.all(np.abs(coverage - 0.95) <= 3 * coverage_mcse)
+    assert np.all((np.asarray(s.coverage_low) <= 0.95) & (0.95 <= np.asarray(s.coverage_high)))
     # The spread of the posterior means matches the posterior SDs (calibration).
     assert np.all(np.abs(np.asarray(s.bias_sd) / np.asarray(s.sd_mean) - 1) < 0.15)

@@ -8,12 +8,27 @@ from binmetric_sweep.kernels.summaries import (
     fits_differing,
     summarize_configurations,
     values_differ,
+    wilson_interval,
 )
 
 
 def test_epsilon_is_the_published_formula():
     assert float(epsilon(0.1, 0.05)) == pytest.approx(np.sqrt(2) * stats.norm.ppf(0.975) * 0.1)
     assert float(epsilon(0.1, 0.05, 0.8)) > float(epsilon(0.1, 0.05))
+
+
+@pytest.mark.parametrize(("k", "n"), [(20, 20), (0, 20), (19, 20), (48, 50), (1, 1), (500, 500)])
+def test_coverage_interval_is_scipys_wilson_interval(k, n):
+    low, high = wilson_interval(np.array([k / n]), np.array([n]))
+    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
+    assert float(low[0]) == pytest.approx(ci.low, abs=1e-12)
+    assert float(high[0]) == pytest.approx(ci.high, abs=1e-12)
+    assert float(low[0]) < float(high[0])  # never empty, even at 0 or 1 of n
+
+
+def test_coverage_interval_of_no_replicates_is_empty_not_invented():
+    low, high = wilson_interval(np.array([0.0]), np.array([0]))
+    assert np.isnan(low).all() and np.isnan(high).all()
 
 
 def test_summaries_over_replicates():
@@ -40,6 +55,8 @@ def test_summaries_over_replicates():
     assert np.all(np.abs(np.asarray(s.bias_mean)) < 3 * np.asarray(s.bias_mcse))
     assert np.all(np.abs(np.asarray(s.coverage) - 0.95) < 3 * np.asarray(s.coverage_mcse) + 0.01)
     assert np.asarray(s.eps)[1].tolist() == [1.0, 1.0]
+    low, high = np.asarray(s.coverage_low), np.asarray(s.coverage_high)
+    assert np.all((low < np.asarray(s.coverage)) & (np.asarray(s.coverage) < high))
     assert np.isnan(np.asarray(s.rhat_max)).all()
 
 
