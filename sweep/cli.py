@@ -116,8 +116,28 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--cols")
     plot.add_argument("--x")
     plot.add_argument("--lines")
-    plot.add_argument("--log-x", action=argparse.BooleanOptionalAction, default=None)
-    plot.add_argument("--title")
+    plot.add_argument(
+        "--log-x",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log x axis (default: for a size axis spanning a decade or more, 0 kept)",
+    )
+    plot.add_argument(
+        "--log-y",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log y axis of lines (default: for positive values spanning more than a decade)",
+    )
+    plot.add_argument(
+        "--width",
+        type=float,
+        default=None,
+        metavar="INCHES",
+        help="figure width (default 3.4, one paper column; e.g. 7 for two)",
+    )
+    plot.add_argument(
+        "--title", help="replace the title (default: the value and every fixed setting)"
+    )
 
     plan = commands.add_parser(
         "plan",
@@ -227,7 +247,9 @@ def _plot(args) -> None:
         x=args.x,
         lines=args.lines,
         log_x=args.log_x,
+        log_y=args.log_y,
         title=args.title,
+        **({"width": args.width} if args.width is not None else {}),
     )
     print(f"wrote {path}")
 

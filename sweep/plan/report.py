@@ -40,7 +40,8 @@ class Plan:
         n_phi_unlimited: least N_Φ with unlimited metric ratings (N_M = :data:`UNLIMITED`).
         eps_floor: smallest ε any N_M gives with all of the budget spent on human
             ratings (None without a budget).
-        eps_tested: the difference the simulation tested (the target, else ``eps``).
+        eps_tested: the difference the simulation tested: the target where the plan
+            reaches it, else the plan's own ``eps``.
         empirical_power: share of simulated campaigns whose z-test rejects at α vs α ± ε.
         empirical_power_mcse: its Monte Carlo SE √(p(1 − p)/R).
         type1_rate: share that reject with both systems at α.
@@ -137,12 +138,14 @@ def _message(spec: PlanSpec, n_phi, n_m, cost, eps, reachable, alone, unlimited,
                 f"UNREACHABLE: no amount of metric ratings reaches ε ≤ {spec.eps:g} within the "
                 f"budget {spec.budget:,.2f}: with the {humans:,} human ratings it buys, even "
                 f"unlimited metric ratings give ε ≥ {floor:.5f} (the metric saturates once ρ and "
-                f"η are uncertain); {alone_text}. Shown: the smallest ε within the budget."
+                f"η are uncertain); {alone_text}. The budget reaches ε = {eps:.5f} at best: that "
+                "plan is shown, and simulated at that ε."
             )
         else:
             parts.append(
                 f"UNREACHABLE within the budget {spec.budget:,.2f}: ε ≤ {spec.eps:g} costs more; "
-                f"{alone_text}. Shown: the smallest ε within the budget."
+                f"{alone_text}. The budget reaches ε = {eps:.5f} at best: that plan is shown, "
+                "and simulated at that ε."
             )
     else:
         parts.append(f"smallest ε within the budget {spec.budget:,.2f}.")
@@ -200,43 +203,17 @@ def check_image_path(out: str | pathlib.Path) -> pathlib.Path:
 
 
 def plot_frontier(result: Plan, out: str | pathlib.Path) -> pathlib.Path:
-    """Draw the frontier (least N_Φ against N_M), the plan and humans alone; returns the path."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    """Draw the frontier (least N_Φ against N_M), the plan and humans alone; returns the path.
+
+    One paper column wide, titled with the target and the scenario, saved
+    uncropped (:func:`binmetric_sweep.sweep.plots.frontier_figure`,
+    :func:`~binmetric_sweep.sweep.plots.save_figure`); the directory is created
+    if missing.
+    """
+    from binmetric_sweep.sweep.plots import frontier_figure, save_figure
 
     if not result.frontier:
         raise SweepError("-o: there is no frontier to draw (it needs a target --eps)")
     path = check_image_path(out)
-    fig = Figure(figsize=(6.4, 4.4))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    pts = [pt for pt in result.frontier if pt.n_m > 0]
-    ax.plot([pt.n_m for pt in pts], [pt.n_phi for pt in pts], marker="o", label="least N_Φ")
-    if result.n_phi_alone is not None:
-        ax.axhline(result.n_phi_alone, ls="--", color="grey", label="human ratings alone")
-    if result.n_phi_unlimited is not None:
-        ax.axhline(result.n_phi_unlimited, ls=":", color="grey", label="unlimited metric ratings")
-    if result.n_m > 0:
-        ax.plot(
-            [result.n_m],
-            [result.n_phi],
-            marker="*",
-            ms=14,
-            color="C3",
-            ls="none",
-            label=f"plan (cost {result.cost:,.0f})",
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel(r"$N_M$ (metric ratings)")
-    ax.set_ylabel(r"$N_\Phi$ (human ratings)")
-    s = result.spec
-    ax.set_title(
-        rf"$\alpha$={s.alpha:g}, $\rho$={s.rho:g}, $\eta$={s.eta:g}: $\varepsilon\leq${s.eps:g} "
-        rf"at $\gamma$={s.gamma:g}, power {s.power:g}",
-        fontsize=9,
-    )
-    ax.legend(fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    return path
+    return save_figure(frontier_figure(result), path)

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import matplotlib.image
 import pytest
 import yaml
 
@@ -116,6 +117,22 @@ def test_run_status_show_plot_through_the_console(tmp_path):
     )
     assert plot.returncode == 0, plot.stderr
     assert png.stat().st_size > 1000
+    wide = tmp_path / "wide.png"
+    where = ["--where", "alpha=0.6", "rho=0.7", "gamma=0.05"]
+    flags = [
+        "--x",
+        "n_m",
+        "--lines",
+        "n_phi",
+        "--no-log-x",
+        "--log-y",
+        "--width",
+        "7",
+        "-o",
+        str(wide),
+    ]
+    assert main(["plot", str(out), *where, *flags]) == 0
+    assert matplotlib.image.imread(wide).shape[1] == 7 * 300  # 7 inches at 300 dpi
 
 
 def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):

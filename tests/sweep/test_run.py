@@ -58,6 +58,8 @@ def test_surface_and_fits_have_the_promised_columns(tiny_run):
         "bias_mcse",
         "coverage",
         "coverage_mcse",
+        "coverage_low",
+        "coverage_high",
         "rhat_max",
         "ess_min",
         "divergences",
