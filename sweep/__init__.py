@@ -2,7 +2,8 @@
 
 Installed as ``binmetric_sweep.sweep`` (``from binmetric_sweep import sweep``). The
 Python API is :func:`run`, :func:`status`, :func:`load_surface`, :func:`load_fits` and
-:func:`plan` (a :class:`Plan`; more of the planner in ``binmetric_sweep.sweep.plan``);
+:func:`plan` (a :class:`Plan`; more of the planner in ``binmetric_sweep.sweep.plan``) and
+:func:`compare` (a :class:`Comparison`; ``sweep compare``);
 ``sweep`` (or ``binmetric-sweep``) on the command line is a thin layer over them.
 """
 
@@ -15,15 +16,18 @@ __version__ = "0.34.0"
 NUMBERS_VERSION = "0.34.0"
 
 from binmetric_sweep.sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status  # noqa: E402
+from binmetric_sweep.sweep.compare import Comparison, compare  # noqa: E402  (likewise)
 from binmetric_sweep.sweep.errors import SweepError  # noqa: E402
 from binmetric_sweep.sweep.plan import Plan, plan  # noqa: E402  (the function shadows the submodule's name)
 
 __all__ = [
     "__version__",
     "NUMBERS_VERSION",
+    "Comparison",
     "RunReport",
     "SweepError",
     "SweepStatus",
+    "compare",
     "load_fits",
     "load_surface",
     "Plan",

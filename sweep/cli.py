@@ -53,7 +53,7 @@ def _count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``sweep`` parser with its subcommands run, status, show, plot and plan."""
+    """The ``sweep`` parser with its subcommands run, status, show, plot, plan and compare."""
     parser = _Parser(prog="sweep", description="Simulation sweeps of human + metric evaluation.")
     from binmetric_sweep.sweep import __version__
 
@@ -164,8 +164,79 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed of the simulated campaigns, an integer >= 0 (default 0)",
     )
     plan.add_argument("--json", action="store_true", help="one JSON object per scenario")
+    _compare_parser(commands)
     plan.add_argument("-o", "--output", metavar="FILE.png", help="draw the frontier (needs --eps)")
     return parser
+
+
+def _compare_parser(commands) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="real ratings of several systems: who is better, how sure, what to rate next",
+        description="Posterior of each system's α and P(α_a > α_b) for every pair, by exact "
+        "quadrature, from human, metric and paired ratings.",
+    )
+    compare.add_argument(
+        "ratings",
+        metavar="RATINGS",
+        help="CSV, Parquet or JSON Lines: one row per rated output (system, human, metric: "
+        "1, 0 or empty), or one row per system with the model's counts",
+    )
+    compare.add_argument(
+        "--rates",
+        choices=("per-system", "shared"),
+        default="per-system",
+        help="the metric's ρ, η: each system its own, learnt from its paired ratings "
+        "(per-system, the default), or one for all, from all paired ratings (shared)",
+    )
+    compare.add_argument(
+        "--gamma",
+        type=float,
+        default=0.05,
+        metavar="G",
+        help="two-sided significance level of each pair's test, in (0, 1) (default 0.05)",
+    )
+    compare.add_argument(
+        "--level",
+        type=float,
+        default=0.95,
+        metavar="L",
+        help="credible level of each system's interval, in (0, 1) (default 0.95)",
+    )
+    compare.add_argument(
+        "--adjust",
+        choices=("none", "holm"),
+        default="none",
+        help="holm: control the family-wise error over all pairs (default none)",
+    )
+    compare.add_argument("--json", action="store_true", help="print one JSON object")
+    compare.add_argument(
+        "--out", metavar="DIR", help="write systems.parquet and pairs.parquet into DIR"
+    )
+    compare.add_argument(
+        "-o", "--output", metavar="FIG.png", help="draw the intervals and the P matrix"
+    )
+    compare.add_argument(
+        "--cost-metric",
+        type=float,
+        metavar="C",
+        help="price of a metric rating: add, for each pair not significant, the cheapest "
+        "ratings that would make its difference significant",
+    )
+    compare.add_argument(
+        "--cost-human",
+        type=float,
+        default=1.0,
+        metavar="C",
+        help="price of a human rating, with --cost-metric (default 1)",
+    )
+    compare.add_argument(
+        "--power",
+        type=float,
+        default=0.8,
+        metavar="P",
+        help="power of those plans, in [0.5, 1) (default 0.8)",
+    )
 
 
 #: ``sweep plan``'s scenario options: name, metavar and help. Their values are
@@ -289,6 +360,49 @@ def _plan(args) -> int:
     return _plan_status(plans)
 
 
+def _compare(args) -> None:
+    from binmetric_sweep.sweep.compare import compare
+    from binmetric_sweep.sweep.compare.report import comparison_json, comparison_text, write_tables
+    from binmetric_sweep.sweep.compile_cache import use_compilation_cache
+
+    if args.output:
+        from binmetric_sweep.sweep.plan import check_image_path
+
+        check_image_path(args.output)
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise SweepError(f"--out: {args.out!r} is a file, not a directory")
+    given = [
+        f
+        for f in ("cost_human", "power")
+        if getattr(args, f) != {"cost_human": 1.0, "power": 0.8}[f]
+    ]
+    if given and args.cost_metric is None:
+        raise SweepError(f"--{given[0].replace('_', '-')}: needs --cost-metric (what to rate next)")
+    use_compilation_cache(DEFAULT_COMPILE_CACHE, strict=False)
+    result = compare(
+        args.ratings,
+        rates=args.rates,
+        gamma=args.gamma,
+        level=args.level,
+        adjust=args.adjust,
+        cost_metric=args.cost_metric,
+        cost_human=args.cost_human,
+        power=args.power,
+    )
+    for line in result.warnings:
+        print(f"sweep: warning: {line}", file=sys.stderr)
+    print(comparison_json(result) if args.json else comparison_text(result))
+    wrote = []
+    if args.out:
+        wrote += write_tables(result, args.out, os.path.basename(args.ratings))
+    if args.output:
+        from binmetric_sweep.sweep.compare.figure import plot_comparison
+
+        wrote.append(plot_comparison(result.systems, result.pairs, result.settings, args.output))
+    for path in wrote:
+        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+
+
 def _plan_status(plans) -> int:
     return 0 if all(p.reachable for p in plans) else UNREACHABLE_STATUS
 
@@ -314,7 +428,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     try:
         args = build_parser().parse_args(argv)
-        commands = {"run": _run, "status": _status, "show": _show, "plot": _plot, "plan": _plan}
+        commands = {
+            "run": _run,
+            "status": _status,
+            "show": _show,
+            "plot": _plot,
+            "plan": _plan,
+            "compare": _compare,
+        }
         status = commands[args.command](args) or 0
         sys.stdout.flush()
         return status

@@ -112,7 +112,13 @@ def use_compilation_cache(path: str | Path | None = DEFAULT, strict: bool = True
 #: The folder of JAX's cache directory that holds exported programs.
 PROGRAMS_FOLDER = "binmetric-sweep-programs"
 #: The code a program is traced from: any change to it makes every key new.
-_TRACED_SOURCES = ("kernels", "sweep/fits.py", "sweep/cascade.py", "sweep/compile_cache.py")
+_TRACED_SOURCES = (
+    "kernels",
+    "sweep/fits.py",
+    "sweep/cascade.py",
+    "sweep/compile_cache.py",
+    "sweep/compare/analysis.py",
+)
 #: Packages whose versions are part of every key.
 _VERSIONED = ("jax", "jaxlib", "numpyro", "numpy")
 #: JAX settings that change what a function traces to.

@@ -1,0 +1,311 @@
+"""Posteriors of several systems' α and the probability that one beats another.
+
+Each system s has its counts (:class:`kernels.counts.Counts`, one lane per
+system). Two models of the metric's rates (docs/model.md, "Comparing real
+systems"):
+
+- **per-system**: each system has its own (ρ_s, η_s); the α-marginals are
+  independent, each the model's posterior of one campaign
+  (:func:`kernels.quadrature.alpha_log_marginal`), and
+  P(α_a > α_b) = ∫ π_a(x) F_b(x) dx.
+- **shared**: one (ρ, η) with the pooled paired counts. Given (ρ, η) the α_s
+  are independent, each with the closed-form conditional density
+  q_s(α | ρ, η) ∝ Beta(α; n₊ + 1, N_Φ − n₊ + 1)·p^m₊(1 − p)^(N_M − m₊); the
+  joint is integrated over (ρ, η) by a Gauss–Hermite rule in logit
+  coordinates centred at the mode of (ρ, η)'s marginal posterior, whose
+  density is the pooled Betas times Π_s Z_s(ρ, η), Z_s the integral of q_s.
+  Every marginal and every P(α_a > α_b) = Σ_k W_k P(α_a > α_b | ρ_k, η_k)
+  comes from that one joint.
+
+A density of α is carried on Gauss–Legendre panels (:class:`PanelDensity`):
+its normalised masses at the nodes, and in each panel the Legendre series of
+the density through its nodes, whose antiderivative gives the CDF at any
+point. A probability P(A > B) = Σ_i m_A,i F_B(x_A,i) is summed over the
+nodes of the narrower of the two (where the other's CDF is smooth).
+
+One system or pair per call; callers ``jax.vmap``. Use float64.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import xlog1py, xlogy
+
+from binmetric_sweep.kernels.counts import Counts
+from binmetric_sweep.kernels.quadrature import normal_rule
+
+Array = jax.Array
+
+__all__ = [
+    "PanelDensity",
+    "panel_nodes",
+    "panel_density",
+    "density_cdf",
+    "density_moments",
+    "density_quantile",
+    "p_greater",
+    "conditional_log_density",
+    "conditional_window",
+    "pooled_rates",
+    "SharedRule",
+    "shared_outer_rule",
+]
+
+#: Bisection steps of a quantile (interval ends to below 1e-15 of the window).
+_QUANTILE_STEPS = 60
+
+
+class PanelDensity(NamedTuple):
+    """A normalised density of α on J Gauss–Legendre panels of n nodes, [lo, hi] (one system).
+
+    Attributes:
+        lo, hi: the window (α), outside which the density is taken as 0.
+        x: ``(J, n)`` nodes.
+        mass: ``(J, n)`` normalised masses at the nodes (sum 1).
+        coeffs: ``(J, n)`` Legendre coefficients of the normalised density in each
+            panel's coordinate y in [−1, 1] (density per unit α).
+        cum: ``(J + 1,)`` the CDF at the panel edges.
+        sd: the density's SD (to choose the narrower of two).
+    """
+
+    lo: Array
+    hi: Array
+    x: Array
+    mass: Array
+    coeffs: Array
+    cum: Array
+    sd: Array
+
+
+def panel_nodes(lo: Array, hi: Array, panels: int, n: int) -> Array:
+    """``(panels, n)`` Gauss–Legendre nodes of ``panels`` equal panels over [lo, hi]."""
+    y, _ = np.polynomial.legendre.leggauss(n)
+    half = 0.5 * (hi - lo) / panels
+    starts = lo + 2.0 * half * jnp.arange(panels)
+    return starts[:, None] + half * (y[None, :] + 1.0)
+
+
+def _legendre_matrix(y: np.ndarray, degree: int) -> np.ndarray:
+    """``(len(y), degree)`` P_k(y) for k < degree."""
+    return np.stack([np.polynomial.legendre.Legendre.basis(k)(y) for k in range(degree)], axis=1)
+
+
+def _antiderivative_matrix(y: Array, degree: int) -> Array:
+    """``(..., degree)`` ∫_{−1}^{y} P_k, by (P_{k+1} − P_{k−1})/(2k + 1) (k = 0: y + 1)."""
+    p = [jnp.ones_like(y), y]
+    for k in range(1, degree):
+        p.append(((2 * k + 1) * y * p[k] - k * p[k - 1]) / (k + 1))
+    cols = [y + 1.0] + [(p[k + 1] - p[k - 1]) / (2 * k + 1) for k in range(1, degree)]
+    return jnp.stack(cols, axis=-1)
+
+
+def panel_density(lo: Array, hi: Array, x: Array, log_density: Array) -> PanelDensity:
+    """The :class:`PanelDensity` of the (unnormalised) ``log_density`` at nodes ``x`` = panel_nodes.
+
+    A panel's Legendre coefficients come from its n values by Gauss–Legendre
+    (exact for the interpolating polynomial of degree n − 1).
+    """
+    panels, n = x.shape
+    y, w = np.polynomial.legendre.leggauss(n)
+    half = 0.5 * (hi - lo) / panels
+    top = jnp.max(log_density)
+    values = jnp.exp(log_density - top)
+    raw = half * w[None, :] * values
+    total = jnp.sum(raw)
+    mass = raw / total
+    density = values / total
+    basis = _legendre_matrix(y, n)
+    scale = (2.0 * np.arange(n) + 1.0) / 2.0
+    coeffs = (density * w[None, :]) @ basis * scale[None, :]
+    cum = jnp.concatenate([jnp.zeros(1), jnp.cumsum(jnp.sum(mass, axis=1))])
+    mean = jnp.sum(mass * x)
+    sd = jnp.sqrt(jnp.maximum(jnp.sum(mass * (x - mean) ** 2), 0.0))
+    return PanelDensity(lo, hi, x, mass, coeffs, cum, sd)
+
+
+def density_cdf(d: PanelDensity, x: Array) -> Array:
+    """F(x) at points ``x`` (any shape), 0 below the window and 1 above it."""
+    panels, n = d.coeffs.shape
+    width = (d.hi - d.lo) / panels
+    position = (x - d.lo) / width
+    j = jnp.clip(jnp.floor(position), 0, panels - 1).astype(jnp.int32)
+    y = jnp.clip(2.0 * (position - j) - 1.0, -1.0, 1.0)
+    partial = 0.5 * width * jnp.sum(_antiderivative_matrix(y, n) * d.coeffs[j], axis=-1)
+    inside = d.cum[j] + partial
+    return jnp.where(x <= d.lo, 0.0, jnp.where(x >= d.hi, 1.0, jnp.clip(inside, 0.0, 1.0)))
+
+
+def density_moments(d: PanelDensity) -> tuple[Array, Array]:
+    """Mean and SD of the density."""
+    mean = jnp.sum(d.mass * d.x)
+    return mean, d.sd
+
+
+def density_quantile(cdf, lo: Array, hi: Array, q: Array) -> Array:
+    """The x in [lo, hi] where the monotone ``cdf(x)`` reaches ``q``, by bisection."""
+
+    def step(bounds, _):
+        a, b = bounds
+        mid = 0.5 * (a + b)
+        below = cdf(mid) < q
+        return (jnp.where(below, mid, a), jnp.where(below, b, mid)), None
+
+    (a, b), _ = jax.lax.scan(step, (lo, hi), None, length=_QUANTILE_STEPS)
+    return 0.5 * (a + b)
+
+
+def p_greater(a: PanelDensity, b: PanelDensity) -> Array:
+    """P(A > B) for independent A ~ a, B ~ b, summed over the narrower density's nodes.
+
+    Over a's nodes P = Σ m_A F_B(x_A); over b's, P = 1 − Σ m_B F_A(x_B). The CDF
+    of the wider density is the smoother integrand.
+    """
+    swap = a.sd > b.sd
+    narrow = jax.tree.map(lambda u, v: jnp.where(swap, v, u), a, b)
+    wide = jax.tree.map(lambda u, v: jnp.where(swap, u, v), a, b)
+    below = jnp.sum(narrow.mass * density_cdf(wide, narrow.x))
+    return jnp.clip(jnp.where(swap, 1.0 - below, below), 0.0, 1.0)
+
+
+def conditional_log_density(alpha: Array, counts: Counts, rho: Array, eta: Array) -> Array:
+    """log q(α | ρ, η) up to a constant: the human Beta kernel times the metric's binomial."""
+    a = counts.n_pos
+    b = counts.n_phi - counts.n_pos
+    p = alpha * rho + (1.0 - alpha) * (1.0 - eta)
+    q = alpha * (1.0 - rho) + (1.0 - alpha) * eta
+    return (
+        xlogy(a, alpha)
+        + xlog1py(b, -alpha)
+        + xlogy(counts.m_pos, p)
+        + xlogy(counts.n_m - counts.m_pos, q)
+    )
+
+
+def conditional_window(counts: Counts, rho: Array, eta: Array, width: float) -> tuple[Array, Array]:
+    """[lo, hi] holding q(α | ρ, η): its mode ± ``width`` SDs of its Laplace approximation.
+
+    The log density is concave in α (sums of log-linear terms), so its mode is
+    found by bisection on the slope, and the SD from the curvature there.
+    """
+    tiny = 1e-300
+
+    def slope_and_curvature(alpha):
+        a = counts.n_pos
+        b = counts.n_phi - counts.n_pos
+        d = rho + eta - 1.0
+        p = alpha * rho + (1.0 - alpha) * (1.0 - eta)
+        q = 1.0 - p
+        m, rest = counts.m_pos, counts.n_m - counts.m_pos
+        slope = a / jnp.maximum(alpha, tiny) - b / jnp.maximum(1 - alpha, tiny)
+        slope = slope + d * (m / jnp.maximum(p, tiny) - rest / jnp.maximum(q, tiny))
+        curve = -a / jnp.maximum(alpha, tiny) ** 2 - b / jnp.maximum(1 - alpha, tiny) ** 2
+        curve = curve - d * d * (m / jnp.maximum(p, tiny) ** 2 + rest / jnp.maximum(q, tiny) ** 2)
+        return slope, curve
+
+    def step(bounds, _):
+        lo, hi = bounds
+        mid = 0.5 * (lo + hi)
+        rising = slope_and_curvature(mid)[0] > 0
+        return (jnp.where(rising, mid, lo), jnp.where(rising, hi, mid)), None
+
+    (lo, hi), _ = jax.lax.scan(step, (jnp.zeros(()), jnp.ones(())), None, length=60)
+    mode = 0.5 * (lo + hi)
+    _, curve = slope_and_curvature(mode)
+    sd = 1.0 / jnp.sqrt(jnp.maximum(-curve, 1.0))
+    return jnp.maximum(mode - width * sd, 0.0), jnp.minimum(mode + width * sd, 1.0)
+
+
+def pooled_rates(counts: Counts) -> tuple[Array, Array, Array, Array]:
+    """Beta parameters (a_ρ, b_ρ, a_η, b_η) of the pooled paired counts of all systems."""
+    return (
+        jnp.sum(counts.n_tp) + 1.0,
+        jnp.sum(counts.n_pos_paired - counts.n_tp) + 1.0,
+        jnp.sum(counts.n_tn) + 1.0,
+        jnp.sum(counts.n_neg_paired - counts.n_tn) + 1.0,
+    )
+
+
+class SharedRule(NamedTuple):
+    """The outer (ρ, η) rule of the shared model: K nodes and their normalised weights.
+
+    Attributes:
+        rho, eta: ``(K,)`` nodes.
+        log_weight: ``(K,)`` log of each node's posterior weight W_k (Σ W_k = 1),
+            the pooled Betas, Π_s Z_s and the rule's own weight included.
+        densities: the conditional α-densities at each node, each field ``(K, S, ...)``.
+    """
+
+    rho: Array
+    eta: Array
+    log_weight: Array
+    densities: PanelDensity
+
+
+def _conditionals(counts: Counts, rho: Array, eta: Array, panels: int, n: int, width: float):
+    """Each system's conditional α-density at (ρ, η), and log Z_s (its integral)."""
+
+    def one(c: Counts):
+        # The window only places the nodes: no derivative flows through it.
+        lo, hi = jax.lax.stop_gradient(conditional_window(c, rho, eta, width))
+        x = panel_nodes(lo, hi, panels, n)
+        log_q = conditional_log_density(x, c, rho, eta)
+        _, w = np.polynomial.legendre.leggauss(n)
+        half = 0.5 * (hi - lo) / panels
+        log_z = jax.nn.logsumexp(log_q + jnp.log(half * w)[None, :])
+        return panel_density(lo, hi, x, log_q), log_z
+
+    return jax.vmap(one)(counts)
+
+
+def _log_outer(u: Array, counts: Counts, panels: int, n: int, width: float) -> Array:
+    """log density of (logit ρ, logit η) under the shared model, up to a constant."""
+    rho, eta = jax.nn.sigmoid(u[0]), jax.nn.sigmoid(u[1])
+    a_r, b_r, a_e, b_e = pooled_rates(counts)
+    _, log_z = _conditionals(counts, rho, eta, panels, n, width)
+    log_prior = a_r * jax.nn.log_sigmoid(u[0]) + b_r * jax.nn.log_sigmoid(-u[0])
+    log_prior = log_prior + a_e * jax.nn.log_sigmoid(u[1]) + b_e * jax.nn.log_sigmoid(-u[1])
+    return log_prior + jnp.sum(log_z)
+
+
+def shared_outer_rule(
+    counts: Counts, nodes: int, panels: int = 4, n: int = 16, width: float = 14.0
+) -> SharedRule:
+    """The shared model's joint posterior as a ``nodes × nodes`` Gauss–Hermite rule in (logit ρ,
+    logit η), centred and scaled by Newton's mode and Hessian of their marginal log density.
+
+    ``counts``: ``(S,)`` systems. The Beta(a, b) prior-times-likelihood of ρ in logit u is
+    a·log σ(u) + b·log σ(−u) (the Jacobian included), as for η.
+    """
+    a_r, b_r, a_e, b_e = pooled_rates(counts)
+    start = jnp.array([jnp.log(a_r / b_r), jnp.log(a_e / b_e)])
+    log_f = lambda u: _log_outer(u, counts, panels, n, width)  # noqa: E731
+    grad, hess = jax.grad(log_f), jax.hessian(log_f)
+
+    def newton(u, _):
+        g, h = grad(u), hess(u)
+        # A concave step; fall back to gradient ascent scaled by the prior's curvature.
+        step = -jnp.linalg.solve(h, g)
+        ok = jnp.all(jnp.isfinite(step)) & (jnp.linalg.eigvalsh(h)[-1] < 0)
+        prior_curve = jnp.array([a_r * b_r / (a_r + b_r), a_e * b_e / (a_e + b_e)])
+        step = jnp.where(ok, step, g / prior_curve)
+        return u + jnp.clip(step, -2.0, 2.0), None
+
+    mode, _ = jax.lax.scan(newton, start, None, length=30)
+    cov = jnp.linalg.inv(-hess(mode))
+    chol = jnp.linalg.cholesky(0.5 * (cov + cov.T))
+    z, log_w = normal_rule(nodes)
+    zz = jnp.stack(jnp.meshgrid(z, z, indexing="ij"), axis=-1).reshape(-1, 2)
+    log_wz = (log_w[:, None] + log_w[None, :]).reshape(-1)
+    u = mode[None, :] + zz @ chol.T
+    # ∫ f(u) du ≈ |L| Σ w_i f(u_i) / φ(z_i): the standard normal's log density is removed.
+    log_phi = -0.5 * jnp.sum(zz * zz, axis=1) - jnp.log(2.0 * jnp.pi)
+    log_f_nodes = jax.vmap(log_f)(u)
+    log_weight = log_wz + log_f_nodes - log_phi
+    log_weight = log_weight - jax.nn.logsumexp(log_weight)
+    rho, eta = jax.nn.sigmoid(u[:, 0]), jax.nn.sigmoid(u[:, 1])
+    densities, _ = jax.vmap(lambda r, e: _conditionals(counts, r, e, panels, n, width))(rho, eta)
+    return SharedRule(rho, eta, log_weight, densities)

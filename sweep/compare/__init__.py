@@ -1,0 +1,57 @@
+"""``sweep compare``: real ratings of several systems → who is better, how sure, what next.
+
+The steps, each callable alone: :func:`~.ratings.read_ratings` (a ratings or
+counts file → one row of counts per system), :func:`~.analysis.compare_systems`
+(counts → posteriors and pair probabilities), :func:`~.next_ratings.next_ratings`
+(pairs not significant → the cheapest ratings to add), :mod:`.report` (text,
+JSON, Parquet) and :mod:`.figure`. :func:`compare` chains the first three.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pandas as pd
+
+from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
+from binmetric_sweep.sweep.compare.ratings import check_counts, read_ratings
+
+__all__ = ["Comparison", "compare"]
+
+
+def compare(
+    ratings: str | os.PathLike | pd.DataFrame,
+    *,
+    rates: str = "per-system",
+    gamma: float = 0.05,
+    level: float = 0.95,
+    adjust: str = "none",
+    cost_metric: float | None = None,
+    cost_human: float = 1.0,
+    power: float = 0.8,
+) -> Comparison:
+    """Compare the systems of a ratings file (or a per-system counts table), as ``sweep compare``.
+
+    ::
+
+        result = sweep.compare("examples/ratings.csv", rates="shared")
+        result.systems, result.pairs, result.warnings
+
+    With ``cost_metric``, the pairs not significant also get the cheapest
+    ratings that would make them so (:func:`~.next_ratings.next_ratings`).
+
+    Raises:
+        SweepError: bad input (one line naming the file, row and column, or the option).
+    """
+    if isinstance(ratings, pd.DataFrame):
+        counts = check_counts(ratings, "counts")
+    else:
+        counts = read_ratings(ratings)
+    result = compare_systems(counts, rates=rates, gamma=gamma, level=level, adjust=adjust)
+    if cost_metric is None:
+        return result
+    from binmetric_sweep.sweep.compare.next_ratings import next_ratings
+
+    pairs = next_ratings(result, cost_metric=cost_metric, cost_human=cost_human, power=power)
+    return replace(result, pairs=pairs)

@@ -1,0 +1,538 @@
+"""Ratings files for ``sweep compare``: labels of rated outputs, or published counts, by system.
+
+Two layouts are accepted, as CSV (``.csv``; ``.tsv`` with tabs), Parquet
+(``.parquet``, ``.pq``) or JSON Lines (``.jsonl``, ``.ndjson``):
+
+- a **ratings table**, one row per rated output, with the columns ``system``,
+  ``human`` and ``metric``. A label is 1, 0 or empty. A row with both labels
+  is a paired (calibration) rating, one with ``human`` only a human rating,
+  one with ``metric`` only a metric-only rating. Every human label counts
+  toward α, paired ones included (the paired outputs are human-rated ones).
+- a **counts table**, one row per system, with ``system`` and every column of
+  :data:`COUNT_COLUMNS`, for analyses where only counts were published.
+
+Both come out as one row per system: ``system`` then :data:`COUNT_COLUMNS`.
+
+Decisions, for a reader who wants to know exactly what was counted:
+
+- **Both label columns are required**, even where one is empty throughout
+  (a human-only campaign has an empty ``metric`` column). Other columns
+  (``item``, annotator, timestamps: real exports carry many) are ignored.
+  Ignoring them is safe only because nothing is optional: a misspelt
+  ``metrc`` column is refused as a missing ``metric``, never dropped
+  silently. A required column that appears twice is refused.
+- **Labels**: 1 and 0 as integers, floats (1.0, 0.0) or text (``"1"``,
+  ``" 0 "``, ``"1.0"``: what pandas writes for an integer column with gaps);
+  ``true``/``false`` (any case, or a boolean column) count as 1/0, because a
+  boolean is the natural typed encoding of a binary label in Parquet and
+  JSON and cannot mean anything else. Empty is a null or blank cell. Nothing
+  else is a label: not ``"yes"``, not ``0.5``, and not ``"NA"`` (a text
+  cell must be blank to be empty; R users write ``na = ""``).
+- **System names** are text and are read as text: ``"007"`` stays ``"007"``.
+  Surrounding whitespace is not part of a name (CSV exports pad cells), so
+  ``" sys-A"`` and ``"sys-A"`` are one system. A whole number in a typed
+  column (Parquet, JSON) becomes its digits: 7 and 7.0 are ``"7"``. An empty
+  or blank name is an error.
+- **Rows** are numbered from 1 and the header is not counted: row n is the
+  n-th record (in a CSV without line breaks inside quoted fields and without
+  blank lines, row n is line n + 1; blank lines are not records).
+- A system appears in a ratings table only through rows that carry a label,
+  so it always has ratings; in a counts table a system with N_Φ = N_M = 0
+  (hence no paired ratings either) is refused.
+
+Every refusal is a one-line :class:`SweepError` naming the file and, where it
+applies, the row and the column; the first bad row is reported. A file that
+does not parse is refused with the parser's reason (for JSON Lines, the
+first line that is not a JSON object, counting every line).
+
+Reading is vectorised throughout (pyarrow parsers, ``pandas.factorize`` and
+``numpy.bincount``): Python runs once per distinct value of a column, never
+once per row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
+
+from binmetric_sweep.sweep.errors import SweepError, shown
+
+__all__ = ["COUNT_COLUMNS", "LABEL_COLUMNS", "check_counts", "counts_from_ratings", "read_ratings"]
+
+#: Per system: N_Φ and n₊ (every human label, paired ones included); N_ρη and P
+#: (paired ratings, those with human label 1); n_ρ (human 1, metric 1); n_η
+#: (human 0, metric 0); N_M and m₊ (metric-only ratings, those that say 1).
+COUNT_COLUMNS = ("n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn", "n_m", "m_pos")
+#: The label columns of a ratings table.
+LABEL_COLUMNS = ("human", "metric")
+
+_RATINGS_LAYOUT = "a ratings table has columns system, human, metric (others are ignored)"
+_COUNTS_LAYOUT = "a counts table has columns system, " + ", ".join(COUNT_COLUMNS)
+_LABELS_ALLOWED = "allowed: 1, 0 or empty (true/false count as 1/0)"
+_COUNTS_ALLOWED = "allowed: a whole number ≥ 0"
+_FORMATS = {
+    ".csv": "CSV",
+    ".tsv": "TSV",
+    ".parquet": "Parquet",
+    ".pq": "Parquet",
+    ".jsonl": "JSON Lines",
+    ".ndjson": "JSON Lines",
+}
+_TEXT_LABELS = {"1": 1.0, "0": 0.0, "1.0": 1.0, "0.0": 0.0, "true": 1.0, "false": 0.0, "": np.nan}
+_TEXT_COUNT = re.compile(r"[0-9]+(?:\.0*)?")
+#: Counts above this are refused: a float64 (what the fits compute in) holds every
+#: whole number only up to 2**53.
+_COUNT_MAX = 2**53
+#: Sentinel for an entry that is not a label (labels are 0, 1 or NaN).
+_BAD_LABEL = -1.0
+#: Sentinel for an entry that is not a count (counts are ≥ 0).
+_BAD_COUNT = -1
+#: Stands for a list or dict in a label, count or name column: never valid there.
+_UNHASHABLE = object()
+#: Files up to this size are checked for holding nothing but whitespace (larger: parsers refuse).
+_BLANK_MAX = 4096
+#: How much of a parser's message an error line keeps.
+_WHY_MAX = 160
+#: How many column names an error line lists.
+_NAMES_MAX = 12
+
+# (column blamed, left side, right side, why): each row must have left ≤ right.
+_BOUNDS = (
+    ("n_pos", "n_pos", "n_phi", ""),
+    ("n_rho_eta", "n_rho_eta", "n_phi", ""),
+    ("n_pos_paired", "n_pos_paired", "n_rho_eta", ""),
+    ("n_tp", "n_tp", "n_pos_paired", ""),
+    ("n_tn", "n_tn", "n_rho_eta − n_pos_paired", ""),
+    ("m_pos", "m_pos", "n_m", ""),
+    ("n_pos_paired", "n_pos_paired", "n_pos", "paired ratings are human ratings"),
+    (
+        "n_rho_eta",
+        "n_rho_eta − n_pos_paired",
+        "n_phi − n_pos",
+        "paired ratings are human ratings",
+    ),
+)
+
+
+def read_ratings(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a ratings or counts table; return one row per system, in order of first appearance.
+
+    The columns are ``system`` (text) then :data:`COUNT_COLUMNS` (int64). The
+    format follows the suffix; the layout follows the columns (see the module
+    docstring). Raises :class:`SweepError` on any bad input, naming the file
+    as given in ``path``.
+    """
+    source = os.fspath(path)
+    file = Path(path)
+    _check_file(file, source)
+    fmt = _FORMATS.get(file.suffix.lower())
+    if fmt is None:
+        allowed = ", ".join(_FORMATS)
+        raise SweepError(f"{source}: unknown format {file.suffix!r}; allowed: {allowed}")
+    if fmt == "Parquet":
+        frame = _read_parquet(file, source)
+    elif fmt == "JSON Lines":
+        frame = _read_json_lines(file, source)
+    else:
+        frame = _read_csv(file, source, "\t" if fmt == "TSV" else ",")
+    if "human" in frame.columns:
+        return counts_from_ratings(frame, source)
+    return check_counts(frame, source)
+
+
+def counts_from_ratings(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Count a ratings table (one row per rated output); return one row per system.
+
+    ``frame`` needs the columns ``system``, ``human`` and ``metric``; others
+    are ignored. Rows are numbered by position from 1 in errors (the index
+    is not used); ``source`` names the table in them. The result has
+    ``system`` then :data:`COUNT_COLUMNS` (int64), systems in order of first
+    appearance.
+    """
+    _require(frame.columns, ("system", *LABEL_COLUMNS), source, _RATINGS_LAYOUT)
+    _check_rows(frame, source)
+    codes, systems = _systems(frame["system"], source)
+    human = _labels(frame["human"], "human", source)
+    metric = _labels(frame["metric"], "metric", source)
+    row = _first(np.isnan(human) & np.isnan(metric))
+    if row is not None:
+        raise SweepError(f"{source}: row {row + 1}: neither a human nor a metric label")
+    return _counts_frame(systems, _tally(codes, len(systems), human, metric))
+
+
+def check_counts(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Validate a counts table (one row per system); return it as ``system`` then int64 counts.
+
+    Every count must be a whole number ≥ 0 and consistent with the others
+    (n₊ ≤ N_Φ, P ≤ N_ρη ≤ N_Φ, n_ρ ≤ P, n_η ≤ N_ρη − P, m₊ ≤ N_M, and the
+    paired ratings are human ratings: P ≤ n₊ and N_ρη − P ≤ N_Φ − n₊); each
+    system appears once and has some rating. Extra columns are ignored.
+    """
+    _require(frame.columns, ("system", *COUNT_COLUMNS), source, _COUNTS_LAYOUT)
+    _check_rows(frame, source)
+    codes, systems = _systems(frame["system"], source)
+    counts = {name: _count_values(frame[name], name, source) for name in COUNT_COLUMNS}
+    _check_unique(codes, systems, source)
+    _check_bounds(counts, source)
+    row = _first((counts["n_phi"] == 0) & (counts["n_m"] == 0))
+    if row is not None:
+        name = shown(systems[codes[row]])
+        raise SweepError(f"{source}: row {row + 1}: system {name} has no ratings (n_phi = n_m = 0)")
+    return _counts_frame(systems, counts)  # unique, so already one row per system in order
+
+
+# --- files ---------------------------------------------------------------------------
+
+
+def _check_file(file: Path, source: str) -> None:
+    """Return if ``file`` is a file with more than whitespace in it; raise otherwise."""
+    if not file.exists():
+        raise SweepError(f"{source}: no such file")
+    if not file.is_file():
+        raise SweepError(f"{source}: not a file")
+    size = file.stat().st_size
+    if size == 0 or (size <= _BLANK_MAX and not file.read_bytes().strip()):
+        raise SweepError(f"{source}: empty (no rows)")
+
+
+def _read_csv(file: Path, source: str, delimiter: str) -> pd.DataFrame:
+    """Return the needed columns of a CSV file, as text (labels and names as categoricals)."""
+    # Free-text columns (annotator comments) may hold quoted line breaks; without
+    # this option pyarrow's parallel reader loses track of them in large files.
+    parse = pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
+    kind = "TSV" if delimiter == "\t" else "CSV"
+    try:
+        with pa_csv.open_csv(file, parse_options=parse) as reader:
+            names = reader.schema.names
+    except (pa.ArrowException, OSError) as exc:
+        raise SweepError(f"{source}: unreadable as {kind} ({_why(exc)})") from exc
+    columns = _select(names, source)
+    # Dictionary-encoded text: labels and names repeat, and pandas gets categoricals,
+    # which it builds and factorizes without making a Python string per row.
+    text = pa.dictionary(pa.int32(), pa.string()) if "human" in columns else pa.string()
+    convert = pa_csv.ConvertOptions(
+        column_types=dict.fromkeys(columns, text), include_columns=list(columns)
+    )
+    try:
+        table = pa_csv.read_csv(file, parse_options=parse, convert_options=convert)
+    except (pa.ArrowException, OSError) as exc:
+        raise SweepError(f"{source}: unreadable as {kind} ({_why(exc)})") from exc
+    return table.to_pandas()
+
+
+def _read_parquet(file: Path, source: str) -> pd.DataFrame:
+    """Return the needed columns of a Parquet file, with their stored types."""
+    try:
+        names = pq.read_schema(file).names
+        columns = _select(names, source)
+        table = pq.read_table(file, columns=list(columns))
+        table.validate(full=True)  # text that is not UTF-8, from a careless writer
+    except (pa.ArrowException, OSError) as exc:
+        raise SweepError(f"{source}: unreadable as Parquet ({_why(exc)})") from exc
+    return table.to_pandas(ignore_metadata=True)
+
+
+def _read_json_lines(file: Path, source: str) -> pd.DataFrame:
+    """Return the needed columns of a JSON Lines file (one object per line; blank lines skipped).
+
+    pyarrow's reader is fast but wants one type per column; a column that
+    mixes types (``1`` and ``""``) is read again by pandas, and a file
+    neither can read is scanned for its first bad line.
+    """
+    try:
+        table = pa_json.read_json(file)
+        table.validate(full=True)  # the JSON reader leaves bad UTF-8 in its strings
+        frame = table.to_pandas()
+    except (pa.ArrowException, OSError):
+        try:
+            frame = pd.read_json(file, lines=True, dtype=False)
+        except (ValueError, TypeError, OSError) as exc:
+            why = _bad_json_line(file) or f"unreadable as JSON Lines ({_why(exc)})"
+            raise SweepError(f"{source}: {why}") from exc
+    return frame[list(_select(frame.columns, source))]
+
+
+def _bad_json_line(file: Path) -> str | None:
+    """Return where and why a JSON Lines file first fails to hold one object per line, or None.
+
+    Runs only once both parsers have refused the file.
+    """
+    with file.open("rb") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError:
+                return f"line {number}: not UTF-8 text"
+            except ValueError as exc:
+                return f"line {number}: not JSON ({exc})"
+            if not isinstance(record, dict):
+                return f"line {number}: not a JSON object"
+    return None
+
+
+def _why(exc: BaseException) -> str:
+    """Return the first line of a parser's message, shortened for an error line."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    text = lines[0]
+    return text if len(text) <= _WHY_MAX else text[: _WHY_MAX - 1] + "…"
+
+
+# --- layouts ---------------------------------------------------------------------------
+
+
+def _select(columns: Sequence[str], source: str) -> tuple[str, ...]:
+    """Return the columns to read: ``system`` and the labels or the counts; raise otherwise."""
+    columns = list(columns)
+    if "system" not in columns:
+        raise SweepError(f"{source}: no column 'system'; columns found: {_names(columns)}")
+    labels = [c for c in LABEL_COLUMNS if c in columns]
+    counts = [c for c in COUNT_COLUMNS if c in columns]
+    if labels and counts:
+        raise SweepError(
+            f"{source}: both label and count columns ({_names(labels + counts)}); "
+            f"{_RATINGS_LAYOUT}; {_COUNTS_LAYOUT}"
+        )
+    if labels:
+        needed, layout = ("system", *LABEL_COLUMNS), _RATINGS_LAYOUT
+    elif counts:
+        needed, layout = ("system", *COUNT_COLUMNS), _COUNTS_LAYOUT
+    else:
+        raise SweepError(
+            f"{source}: neither a ratings nor a counts table; columns found: "
+            f"{_names(columns)}; {_RATINGS_LAYOUT}; {_COUNTS_LAYOUT}"
+        )
+    _require(columns, needed, source, layout)
+    return needed
+
+
+def _require(columns: Sequence[str], needed: Sequence[str], source: str, layout: str) -> None:
+    """Return if each of ``needed`` is among ``columns`` exactly once; raise otherwise."""
+    columns = list(columns)
+    for name in needed:
+        if name not in columns:
+            raise SweepError(
+                f"{source}: no column {name!r}; {layout}; columns found: {_names(columns)}"
+            )
+        if columns.count(name) > 1:
+            raise SweepError(f"{source}: column {name!r} appears {columns.count(name)} times")
+
+
+def _names(columns: Sequence[object]) -> str:
+    """Return column names for an error line: the first few, and how many in all."""
+    names = ", ".join(shown(c) for c in columns[:_NAMES_MAX])
+    if len(columns) > _NAMES_MAX:
+        names += f", … ({len(columns)} in all)"
+    return names or "none"
+
+
+def _check_rows(frame: pd.DataFrame, source: str) -> None:
+    """Return if ``frame`` has a row; raise otherwise."""
+    if len(frame) == 0:
+        raise SweepError(f"{source}: empty (no rows)")
+
+
+# --- values ----------------------------------------------------------------------------
+
+
+def _decoded(values: pd.Series, decode: Callable[[object], object], missing, dtype) -> np.ndarray:
+    """Return ``decode`` of every entry, calling it once per distinct value (nulls: ``missing``).
+
+    ``pandas.factorize`` finds the distinct values in C; only they pass
+    through Python, so a column of a million 0/1 labels costs three calls.
+    """
+    codes, uniques = _factorize(values)
+    table = np.array([decode(u) for u in uniques] + [missing], dtype=dtype)
+    return table[codes]  # a null's code is -1: the last entry, ``missing``
+
+
+def _factorize(values: pd.Series) -> tuple[np.ndarray, Sequence[object]]:
+    """Return each entry's code (-1 for a null) and the distinct values, in order of appearance.
+
+    Lists and dicts (nested JSON or Parquet) cannot be hashed; they all become
+    one value that no decoder accepts, found by a loop that runs only then.
+    """
+    try:
+        return pd.factorize(values, use_na_sentinel=True)
+    except TypeError:
+        return pd.factorize(values.map(_hashable), use_na_sentinel=True)
+
+
+def _hashable(value: object) -> object:
+    """Return ``value``, or ``_UNHASHABLE`` where it cannot be hashed."""
+    try:
+        hash(value)
+    except TypeError:
+        return _UNHASHABLE
+    return value
+
+
+def _first(mask: np.ndarray) -> int | None:
+    """Return the position of the first True in ``mask``, or None."""
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.size else None
+
+
+def _echo(value: object) -> str:
+    """Return a cell's value for an error line; numpy values as Python ones (0.5, [1])."""
+    return shown(value.tolist() if isinstance(value, (np.generic, np.ndarray)) else value)
+
+
+def _is_blank(value: object) -> bool:
+    """Return whether a cell is empty: null, or text of whitespace only."""
+    if isinstance(value, str):
+        return not value.strip()
+    return pd.api.types.is_scalar(value) and bool(pd.isna(value))
+
+
+def _label(value: object) -> float:
+    """Return 1.0, 0.0 or NaN (empty) for one distinct label value, or ``_BAD_LABEL``."""
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value) if value in (0, 1) else _BAD_LABEL
+    if isinstance(value, str):
+        return _TEXT_LABELS.get(value.strip().lower(), _BAD_LABEL)
+    return _BAD_LABEL
+
+
+def _labels(values: pd.Series, column: str, source: str) -> np.ndarray:
+    """Return a label column as floats: 1.0, 0.0 or NaN (empty); raise at the first non-label."""
+    labels = _decoded(values, _label, np.nan, float)
+    row = _first(labels == _BAD_LABEL)
+    if row is not None:
+        value = _echo(values.iloc[row])
+        raise SweepError(
+            f"{source}: row {row + 1}, column {column}: {value} is not a label; {_LABELS_ALLOWED}"
+        )
+    return labels
+
+
+def _count(value: object) -> int:
+    """Return one distinct count value as an int, or ``_BAD_COUNT``."""
+    if isinstance(value, (bool, np.bool_)):
+        return _BAD_COUNT
+    if isinstance(value, (int, np.integer)):
+        number = int(value)
+    elif isinstance(value, (float, np.floating)) and float(value).is_integer():
+        number = int(value)
+    elif isinstance(value, str) and _TEXT_COUNT.fullmatch(value.strip()):
+        number = int(value.strip().split(".")[0])
+    else:
+        return _BAD_COUNT
+    return number if 0 <= number <= _COUNT_MAX else _BAD_COUNT
+
+
+def _count_values(values: pd.Series, column: str, source: str) -> np.ndarray:
+    """Return a count column as int64; raise at the first entry that is not a whole number ≥ 0."""
+    counts = _decoded(values, _count, _BAD_COUNT, np.int64)
+    row = _first(counts == _BAD_COUNT)
+    if row is not None:
+        value = values.iloc[row]
+        what = "empty" if _is_blank(value) else f"{_echo(value)} is not a count"
+        raise SweepError(f"{source}: row {row + 1}, column {column}: {what}; {_COUNTS_ALLOWED}")
+    return counts
+
+
+def _name(value: object) -> str | None:
+    """Return one distinct ``system`` value as a name ("" when blank), or None if not a name."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return None
+
+
+def _systems(values: pd.Series, source: str) -> tuple[np.ndarray, list[str]]:
+    """Return each row's system code and the names, in order of first appearance.
+
+    Names equal once stripped share a code. Raises at the first row whose
+    system is empty or not a name.
+    """
+    codes, uniques = _factorize(values)
+    names = [_name(u) for u in uniques]
+    bad = np.array([not name for name in names] + [True])  # the last entry: a null (code -1)
+    row = _first(bad[codes])
+    if row is not None:
+        value = values.iloc[row]
+        what = "empty" if _is_blank(value) else f"{_echo(value)} is not a system name"
+        raise SweepError(f"{source}: row {row + 1}, column system: {what}")
+    merged, systems = pd.factorize(pd.Index(names, dtype=object))
+    return merged[codes], [str(s) for s in systems]
+
+
+# --- counts ----------------------------------------------------------------------------
+
+
+def _tally(codes: np.ndarray, k: int, human: np.ndarray, metric: np.ndarray) -> dict:
+    """Return :data:`COUNT_COLUMNS` → int64 array (k,): the counts of k systems' rows.
+
+    ``codes`` (n,) gives each row's system; ``human`` and ``metric`` (n,) are
+    1.0, 0.0 or NaN (no label). NaN compares unequal to both 0 and 1.
+    """
+    has_human, has_metric = ~np.isnan(human), ~np.isnan(metric)
+    paired, metric_only = has_human & has_metric, has_metric & ~has_human
+    masks = {
+        "n_phi": has_human,
+        "n_pos": human == 1,
+        "n_rho_eta": paired,
+        "n_pos_paired": paired & (human == 1),
+        "n_tp": (human == 1) & (metric == 1),
+        "n_tn": (human == 0) & (metric == 0),
+        "n_m": metric_only,
+        "m_pos": metric_only & (metric == 1),
+    }
+    return {
+        name: np.bincount(codes[mask], minlength=k).astype(np.int64) for name, mask in masks.items()
+    }
+
+
+def _counts_frame(systems: Sequence[str], counts: dict) -> pd.DataFrame:
+    """Return the result table: ``system`` (text) then :data:`COUNT_COLUMNS` (int64)."""
+    columns = {"system": pd.Series(list(systems), dtype="str")}
+    columns.update({name: pd.Series(counts[name], dtype=np.int64) for name in COUNT_COLUMNS})
+    return pd.DataFrame(columns)
+
+
+def _check_unique(codes: np.ndarray, systems: list[str], source: str) -> None:
+    """Return if each system has one row of counts; raise at the first repeat."""
+    row = _first(pd.Series(codes).duplicated().to_numpy())
+    if row is not None:
+        earlier = _first(codes == codes[row])
+        raise SweepError(
+            f"{source}: row {row + 1}, column system: {shown(systems[codes[row]])} "
+            f"repeats row {earlier + 1}"
+        )
+
+
+def _check_bounds(counts: dict, source: str) -> None:
+    """Return if every row keeps the relations in ``_BOUNDS``; raise at the first break."""
+    sides = dict(counts)
+    sides["n_rho_eta − n_pos_paired"] = counts["n_rho_eta"] - counts["n_pos_paired"]
+    sides["n_phi − n_pos"] = counts["n_phi"] - counts["n_pos"]
+    for column, left, right, why in _BOUNDS:
+        row = _first(sides[left] > sides[right])
+        if row is None:
+            continue
+        value = sides[left][row]
+        said = str(value) if left == column else f"{left} = {value}"
+        reason = f": {why}" if why else ""
+        raise SweepError(
+            f"{source}: row {row + 1}, column {column}: {said} exceeds "
+            f"{right} ({sides[right][row]}){reason}"
+        )

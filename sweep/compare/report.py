@@ -1,0 +1,205 @@
+"""A :class:`~binmetric_sweep.sweep.compare.analysis.Comparison` as text, JSON and Parquet.
+
+- :func:`comparison_text`: the systems, then the published layout (each cell
+  ``diff (P)``, significant pairs marked) when it fits a terminal, else the
+  pairs that are not significant;
+- :func:`comparison_json`: ``{"systems": [...], "pairs": [...], "settings": {...}}``;
+- :func:`write_tables`: ``systems.parquet`` and ``pairs.parquet``, the settings in
+  their key-value metadata, each file written whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from binmetric_sweep.sweep.compare.analysis import Comparison
+from binmetric_sweep.sweep.errors import SweepError
+
+__all__ = ["MATRIX_MAX_SYSTEMS", "comparison_text", "comparison_json", "write_tables"]
+
+#: Up to this many systems the pairs are printed as the published matrix.
+MATRIX_MAX_SYSTEMS = 8
+#: Pairs listed on the terminal when the matrix would not fit.
+LISTED_PAIRS = 30
+#: Key-value metadata keys of the Parquet files.
+META_PREFIX = "binmetric_sweep."
+
+
+def _json_value(value):
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: _json_value(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def comparison_json(result: Comparison) -> str:
+    """One JSON object: ``systems`` and ``pairs`` (their columns as fields) and ``settings``."""
+    return json.dumps(
+        {
+            "systems": _records(result.systems),
+            "pairs": _records(result.pairs),
+            "settings": {k: _json_value(v) for k, v in result.settings.items()},
+        },
+        ensure_ascii=False,
+    )
+
+
+def comparison_text(result: Comparison) -> str:
+    """The systems (best first) and the pairs, for a terminal."""
+    s = result.settings
+    level = f"{100 * s['level']:g} %"
+    head = (
+        f"{len(result.systems)} systems; rates: {s['rates']}; {s['method']}; "
+        f"γ = {s['gamma']:g}" + (", Holm-adjusted" if s["adjust"] == "holm" else "")
+    )
+    systems = result.systems
+    width = max(6, *(len(str(n)) for n in systems["system"]))
+    lines = [
+        head,
+        "",
+        f"{'system':<{width}}  {'alpha':>6}  {'sd':>6}  {level + ' interval':>16}  "
+        f"{'human':>7}  {'paired':>7}  {'metric':>8}",
+    ]
+    for row in systems.itertuples():
+        lines.append(
+            f"{row.system:<{width}}  {row.alpha_mean:6.3f}  {row.alpha_sd:6.3f}  "
+            f"{f'[{row.ci_low:.3f}, {row.ci_high:.3f}]':>16}  "
+            f"{row.n_human:>7,}  {row.n_paired:>7,}  {row.n_metric:>8,}"
+        )
+    lines.append("")
+    if len(systems) <= MATRIX_MAX_SYSTEMS:
+        lines += _matrix(result)
+    else:
+        lines += _not_significant(result)
+    if "add_cost" in result.pairs.columns:
+        lines += ["", *_next(result)]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _next(result: Comparison) -> list[str]:
+    """The pairs not significant, cheapest to settle first, with the ratings that would."""
+    pairs = result.pairs[~result.pairs["significant"].to_numpy(bool)]
+    if not len(pairs):
+        return ["what to rate next: nothing; every pair is significant"]
+    pairs = pairs.sort_values("add_cost", kind="stable", na_position="last")
+    out = ["what to rate next (cheapest first; ratings to add to each system of the pair):"]
+    for row in pairs.head(LISTED_PAIRS).itertuples():
+        if not math.isfinite(row.add_cost):
+            out.append(f"  {row.a} vs {row.b} (diff {row.diff_mean:+.3f}): out of reach")
+            continue
+        out.append(
+            f"  {row.a} vs {row.b} (diff {row.diff_mean:+.3f}): {row.a} +{row.add_human_a:,.0f} "
+            f"human +{row.add_metric_a:,.0f} metric, {row.b} +{row.add_human_b:,.0f} human "
+            f"+{row.add_metric_b:,.0f} metric; cost {row.add_cost:,.2f}"
+        )
+    if len(pairs) > LISTED_PAIRS:
+        out.append(f"  … and {len(pairs) - LISTED_PAIRS:,} more (all in --json or --out)")
+    return out
+
+
+def _matrix(result: Comparison) -> list[str]:
+    """The published layout: row a, column b, each cell ``diff (P(α_a > α_b))``."""
+    systems = result.systems
+    names = [
+        f"{n} ({m:.2f})" for n, m in zip(systems["system"], systems["alpha_mean"], strict=True)
+    ]
+    mean = systems["alpha_mean"].to_numpy()
+    p = result.p_better
+    significant = _significant_matrix(result)
+    cells = [
+        [
+            "—"
+            if i == j
+            else f"{mean[i] - mean[j]:+.2f} ({p[i, j]:.3f})" + ("*" if significant[i, j] else " ")
+            for j in range(len(names))
+        ]
+        for i in range(len(names))
+    ]
+    first = max(len(n) for n in names)
+    widths = [max(len(names[j]), *(len(row[j]) for row in cells)) for j in range(len(names))]
+    out = ["  ".join([" " * first, *(n.rjust(w) for n, w in zip(names, widths, strict=True))])]
+    for name, row in zip(names, cells, strict=True):
+        out.append(
+            "  ".join([name.ljust(first), *(c.rjust(w) for c, w in zip(row, widths, strict=True))])
+        )
+    g = result.settings["gamma"]
+    rule = "Holm-adjusted over all pairs" if result.settings["adjust"] == "holm" else "two-sided"
+    out.append(
+        f"cell: row's α − column's α, posterior mean (P(row's α > column's α)); "
+        f"* significant at γ = {g:g} ({rule})"
+    )
+    return out
+
+
+def _significant_matrix(result: Comparison) -> np.ndarray:
+    index = {name: i for i, name in enumerate(result.systems["system"])}
+    out = np.zeros((len(index),) * 2, bool)
+    for a, b, sig in zip(
+        result.pairs["a"], result.pairs["b"], result.pairs["significant"], strict=True
+    ):
+        out[index[a], index[b]] = out[index[b], index[a]] = bool(sig)
+    return out
+
+
+def _not_significant(result: Comparison) -> list[str]:
+    pairs = result.pairs
+    weak = pairs[~pairs["significant"].to_numpy(bool)]
+    out = [
+        f"pairs: {len(pairs) - len(weak):,} of {len(pairs):,} significant at "
+        f"γ = {result.settings['gamma']:g}; not significant:"
+        if len(weak)
+        else f"pairs: all {len(pairs):,} significant at γ = {result.settings['gamma']:g}"
+    ]
+    for row in weak.head(LISTED_PAIRS).itertuples():
+        out.append(
+            f"  {row.a} vs {row.b}: diff {row.diff_mean:+.3f}, P(a better) = "
+            f"{row.p_a_better:.3f}, ε = {row.eps:.3f}"
+        )
+    if len(weak) > LISTED_PAIRS:
+        out.append(f"  … and {len(weak) - LISTED_PAIRS:,} more (all in --json or --out)")
+    return out
+
+
+def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> list[Path]:
+    """``systems.parquet`` and ``pairs.parquet`` in ``out`` (created), with the settings and the
+    ratings file's name in each file's metadata; each written to a temporary file, then renamed.
+    """
+    directory = Path(out)
+    if directory.exists() and not directory.is_dir():
+        raise SweepError(f"--out: {str(directory)!r} is a file, not a directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    from binmetric_sweep.sweep import __version__
+
+    meta = {
+        META_PREFIX + "settings": json.dumps(result.settings),
+        META_PREFIX + "ratings": source,
+        META_PREFIX + "version": __version__,
+    }
+    written = []
+    for name, frame in (("systems", result.systems), ("pairs", result.pairs)):
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+        path = directory / f"{name}.parquet"
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=f".{name}.", delete=False) as f:
+            draft = Path(f.name)
+        try:
+            pq.write_table(table, draft)
+            os.replace(draft, path)
+        finally:
+            draft.unlink(missing_ok=True)
+        written.append(path)
+    return written

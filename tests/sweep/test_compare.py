@@ -1,0 +1,305 @@
+"""sweep compare: each system's posterior and every pair's P(α_a > α_b), against independent
+references (the sweep's own fit, exact two-Beta probabilities, brute-force grids, the
+published comparisons), and the command's outputs."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from scipy import integrate, stats
+
+from binmetric_sweep import sweep
+from binmetric_sweep.sweep.cli import main
+from binmetric_sweep.sweep.compare.analysis import compare_systems, counts_of, holm
+from binmetric_sweep.sweep.fits import fit_lanes
+
+SHARED_COMPARISONS = (
+    pathlib.Path(__file__).resolve().parents[3]
+    / "shared"
+    / "reference"
+    / "published_comparisons.csv"
+)
+#: A copy of it, for a clone with no ``shared/`` beside it.
+COPIED_COMPARISONS = (
+    pathlib.Path(__file__).resolve().parents[1] / "data" / "published_comparisons.csv"
+)
+COMPARISONS = SHARED_COMPARISONS if SHARED_COMPARISONS.exists() else COPIED_COMPARISONS
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "ratings.csv"
+
+
+def counts_table(*rows) -> pd.DataFrame:
+    keys = ("system", "n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn", "n_m", "m_pos")
+    return pd.DataFrame([dict(zip(keys, row, strict=True)) for row in rows])
+
+
+#: Three small systems: two with paired and metric ratings, one with human ratings only.
+SMALL = counts_table(
+    ("a", 30, 20, 12, 8, 7, 3, 60, 40),
+    ("b", 25, 14, 10, 6, 5, 3, 80, 45),
+    ("c", 20, 9, 0, 0, 0, 0, 0, 0),
+)
+
+
+def brute_force(counts: pd.DataFrame, rates: str, cells: int = 400, nodes: int = 100):
+    """Posterior means and P(α_i > α_j) on a plain grid: midpoint sums over ``cells`` values of
+    α (whose CDF they also give), Gauss–Legendre sums over ``nodes`` values each of ρ and η."""
+    g = (np.arange(cells) + 0.5) / cells
+    y, w = np.polynomial.legendre.leggauss(nodes)
+    r, wr = (y + 1) / 2, w / 2
+    alpha, rho, eta = g[:, None, None], r[None, :, None], r[None, None, :]
+    log_wre = np.log(wr)[:, None] + np.log(wr)[None, :]
+    p = alpha * rho + (1 - alpha) * (1 - eta)
+
+    def log_lik(row):
+        return (
+            stats.beta.logpdf(alpha, row.n_pos + 1, row.n_phi - row.n_pos + 1)
+            + row.m_pos * np.log(p)
+            + (row.n_m - row.m_pos) * np.log1p(-p)
+        )
+
+    def cdf(q):  # the midpoint rule's CDF at each cell's centre
+        return np.cumsum(q, axis=0) - 0.5 * q
+
+    rows = list(counts.itertuples())
+    if rates == "per-system":
+        marginals = []
+        for row in rows:
+            log_j = (
+                log_lik(row)
+                + log_wre
+                + stats.beta.logpdf(rho, row.n_tp + 1, row.n_pos_paired - row.n_tp + 1)
+                + stats.beta.logpdf(
+                    eta, row.n_tn + 1, row.n_rho_eta - row.n_pos_paired - row.n_tn + 1
+                )
+            )
+            m = np.exp(log_j - log_j.max()).sum(axis=(1, 2))
+            marginals.append(m / m.sum())
+        means = np.array([np.sum(g * m) for m in marginals])
+        prob = np.array([[np.sum(mi * cdf(mj)) for mj in marginals] for mi in marginals])
+        return means, prob
+    a_r = counts.n_tp.sum() + 1
+    b_r = (counts.n_pos_paired - counts.n_tp).sum() + 1
+    a_e = counts.n_tn.sum() + 1
+    b_e = (counts.n_rho_eta - counts.n_pos_paired - counts.n_tn).sum() + 1
+    log_w = (
+        log_wre + stats.beta.logpdf(r, a_r, b_r)[:, None] + stats.beta.logpdf(r, a_e, b_e)[None, :]
+    )
+    conditionals = []
+    for row in rows:
+        lq = log_lik(row)
+        top = lq.max(axis=0)
+        z = np.exp(lq - top).sum(axis=0)
+        log_w = log_w + np.log(z) + top
+        conditionals.append(np.exp(lq - top) / z)
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    means = np.array([np.einsum("a,are,re->", g, q, w) for q in conditionals])
+    prob = np.array(
+        [[np.einsum("are,are,re->", qi, cdf(qj), w) for qj in conditionals] for qi in conditionals]
+    )
+    return means, prob
+
+
+def by_name(result) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    names = list(result.systems["system"])
+    return result.systems.set_index("system"), result.p_better, names
+
+
+@pytest.mark.parametrize("rates", ["per-system", "shared"])
+def test_posteriors_and_pairs_match_a_brute_force_grid(rates):
+    result = compare_systems(SMALL, rates=rates)
+    systems, p, names = by_name(result)
+    means, prob = brute_force(SMALL, rates)
+    order = [list(SMALL["system"]).index(n) for n in names]
+    np.testing.assert_allclose(systems["alpha_mean"].to_numpy(), means[order], atol=2e-5)
+    off = ~np.eye(3, dtype=bool)
+    np.testing.assert_allclose(p[off], prob[np.ix_(order, order)][off], atol=5e-5)
+    # The shared rate model correlates the α's: it is not the per-system answer.
+    if rates == "shared":
+        other = compare_systems(SMALL, rates="per-system")
+        assert np.max(np.abs(other.p_better - p)) > 0.01
+
+
+def test_per_system_rows_are_the_sweep_s_posterior_for_the_same_counts():
+    result = compare_systems(SMALL, rates="per-system", level=0.9)
+    fits = fit_lanes(counts_of(SMALL), None, "quadrature", level=0.9)
+    systems = result.systems.set_index("system").loc[list(SMALL["system"])]
+    for column, field in (
+        ("alpha_mean", "post_mean"),
+        ("alpha_sd", "post_sd"),
+        ("ci_low", "ci_low"),
+        ("ci_high", "ci_high"),
+    ):
+        np.testing.assert_array_equal(systems[column].to_numpy(), np.asarray(getattr(fits, field)))
+
+
+def test_without_metric_ratings_every_p_is_the_exact_two_beta_probability():
+    counts = counts_table(
+        ("x", 527, 353, 0, 0, 0, 0, 0, 0),
+        ("y", 527, 337, 0, 0, 0, 0, 0, 0),
+        ("z", 600, 24, 0, 0, 0, 0, 0, 0),
+        ("w", 40, 30, 0, 0, 0, 0, 0, 0),
+    )
+    for rates in ("per-system", "shared"):
+        systems, p, names = by_name(compare_systems(counts, rates=rates))
+        for i, a in enumerate(names):
+            for j, b in enumerate(names):
+                if i == j:
+                    continue
+                ra, rb = systems.loc[a], systems.loc[b]
+                ba = (ra.n_human, counts.set_index("system").loc[a, "n_pos"])
+                bb = (rb.n_human, counts.set_index("system").loc[b, "n_pos"])
+                da = stats.beta(ba[1] + 1, ba[0] - ba[1] + 1)
+                db = stats.beta(bb[1] + 1, bb[0] - bb[1] + 1)
+                exact = integrate.quad(
+                    lambda x, da=da, db=db: da.pdf(x) * db.cdf(x), 0, 1, epsabs=1e-13, limit=400
+                )[0]
+                assert p[i, j] == pytest.approx(exact, abs=1e-9), (rates, a, b)
+
+
+def published_counts(group: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per system, the human-positive counts k whose α (k/n or the posterior mean) rounds to the
+    published two decimals: the published table reproduces only within that rounding."""
+    out = {}
+    for name, alpha, n in (
+        pd.concat(
+            [
+                group[["system_a", "alpha_a", "n_human_per_system"]].set_axis(
+                    ["s", "a", "n"], axis=1
+                ),
+                group[["system_b", "alpha_b", "n_human_per_system"]].set_axis(
+                    ["s", "a", "n"], axis=1
+                ),
+            ]
+        )
+        .drop_duplicates("s")
+        .itertuples(index=False)
+    ):
+        ks = [
+            k
+            for k in range(n + 1)
+            if round(k / n, 2) == alpha or round((k + 1) / (n + 2), 2) == alpha
+        ]
+        out[name] = (min(ks), max(ks))
+    return out
+
+
+def test_the_published_comparisons_reproduce_within_their_rounding():
+    """P(α_a > α_b) grows with a's positive count and falls with b's: the counts at the ends
+    of the published α's rounding bracket the published P (itself rounded to 3 decimals).
+    One comparison per data set holds every system at both ends of its bracket."""
+    table = pd.read_csv(COMPARISONS)
+    for _, group in table.groupby("source"):
+        n = int(group["n_human_per_system"].iloc[0])
+        ranges = published_counts(group)
+        variants = [(f"{s}:{k}", n, k, 0, 0, 0, 0, 0, 0) for s, ks in ranges.items() for k in ks]
+        result = compare_systems(counts_table(*variants))
+        index = {name: i for i, name in enumerate(result.systems["system"])}
+
+        def p(a, k_a, b, k_b, p_better=result.p_better, index=index):
+            return p_better[index[f"{a}:{k_a}"], index[f"{b}:{k_b}"]]
+
+        for row in group.itertuples():
+            (lo_a, hi_a), (lo_b, hi_b) = ranges[row.system_a], ranges[row.system_b]
+            low = p(row.system_a, lo_a, row.system_b, hi_b)
+            high = p(row.system_a, hi_a, row.system_b, lo_b)
+            assert low - 5e-4 <= row.p_a_better <= high + 5e-4, row
+
+
+def test_holm_adjusts_step_down():
+    p = np.array([0.01, 0.04, 0.03, 0.005])
+    np.testing.assert_allclose(holm(p), [0.03, 0.06, 0.06, 0.02])
+    result = compare_systems(SMALL, adjust="holm", gamma=0.05)
+    pairs = result.pairs
+    tail = np.minimum(1, 2 * np.minimum(pairs.p_a_better, 1 - pairs.p_a_better))
+    np.testing.assert_allclose(pairs.p_holm, holm(tail.to_numpy()))
+    assert (pairs.significant == (pairs.p_holm <= 0.05)).all()
+
+
+def test_warnings_name_the_systems_they_concern():
+    unpaired = counts_table(
+        ("a", 50, 30, 20, 12, 10, 6, 500, 300), ("b", 50, 25, 0, 0, 0, 0, 500, 260)
+    )
+    warnings = compare_systems(unpaired).warnings
+    assert len(warnings) == 1 and "'b'" in warnings[0] and "no paired" in warnings[0]
+    contradicting = counts_table(
+        ("good", 400, 240, 300, 180, 171, 114, 2000, 1300),
+        ("odd", 400, 240, 300, 180, 90, 114, 2000, 1000),
+        ("fine", 400, 200, 300, 150, 142, 143, 2000, 1100),
+    )
+    warnings = compare_systems(contradicting, rates="shared").warnings
+    assert any(
+        "contradict one shared ρ" in w and ": odd (ρ 0.50" in w and "good" not in w
+        for w in warnings
+    )
+    assert compare_systems(contradicting, rates="per-system").warnings == []
+
+
+def test_what_to_rate_next_plans_every_pair_that_is_not_significant():
+    result = sweep.compare(EXAMPLE, cost_metric=0.01)
+    pairs = result.pairs
+    weak = ~pairs.significant
+    assert weak.any() and (~weak).any()
+    assert pairs.loc[~weak, "add_cost"].isna().all()
+    finite = pairs.loc[weak, "add_cost"].dropna()
+    assert len(finite) and (finite > 0).all()
+    for column in ("add_human_a", "add_metric_a", "add_human_b", "add_metric_b"):
+        assert (pairs.loc[weak, column].dropna() >= 0).all()
+    # A smaller difference needs more ratings.
+    ordered = pairs.loc[weak].sort_values("diff_mean")
+    assert ordered["add_cost"].is_monotonic_decreasing
+
+
+def test_the_command_prints_writes_and_refuses(tmp_path, capsys):
+    out, fig = tmp_path / "out", tmp_path / "cmp.png"
+    argv = [
+        "compare",
+        str(EXAMPLE),
+        "--rates",
+        "shared",
+        "--json",
+        "--out",
+        str(out),
+        "-o",
+        str(fig),
+    ]
+    assert main(argv) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert set(answer) == {"systems", "pairs", "settings"}
+    assert set(answer["systems"][0]) == {
+        "system", "n_human", "n_paired", "n_metric", "alpha_mean", "alpha_sd", "ci_low",
+        "ci_high", "rho_mean", "eta_mean",
+    }  # fmt: skip
+    assert set(answer["pairs"][0]) == {"a", "b", "diff_mean", "p_a_better", "eps", "significant"}
+    assert answer["settings"] == {
+        "rates": "shared", "gamma": 0.05, "level": 0.95, "adjust": "none", "method": "quadrature",
+    }  # fmt: skip
+    assert len(answer["pairs"]) == 6 and fig.stat().st_size > 10_000
+    pairs = pq.read_table(out / "pairs.parquet")
+    meta = json.loads(pairs.schema.metadata[b"binmetric_sweep.settings"])
+    assert meta["rates"] == "shared" and pairs.num_rows == 6
+    assert pq.read_table(out / "systems.parquet").num_rows == 4
+    assert main(["compare", str(EXAMPLE)]) == 0
+    text = capsys.readouterr().out
+    assert "sys-A (0.73)" in text and "*" in text and "(two-sided)" in text
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("system,human,metric\nA,1,\nB,yes,1\n")
+    for argv, needle in [
+        (["compare", str(bad)], "bad.csv: row 2, column human: 'yes' is not a label"),
+        (["compare", str(tmp_path / "none.csv")], "none.csv: no such file"),
+        (["compare", str(EXAMPLE), "--rates", "pooled"], "--rates"),
+        (["compare", str(EXAMPLE), "--gamma", "1.5"], "--gamma"),
+        (["compare", str(EXAMPLE), "--frobnicate"], "--frobnicate"),
+        (["compare", str(EXAMPLE), "--power", "0.9"], "--power: needs --cost-metric"),
+        (["compare", str(EXAMPLE), "-o", str(tmp_path / "f.nope")], "-o"),
+    ]:
+        assert main([*argv, "--out", str(tmp_path / "never")]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("sweep: error: ") and "\n" not in err and needle in err, err
+    assert not (tmp_path / "never").exists()

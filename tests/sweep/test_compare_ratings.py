@@ -1,0 +1,470 @@
+"""Ratings files for ``sweep compare``: formats, layouts, counts and one-line refusals."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from binmetric_sweep.sweep.compare.ratings import (
+    COUNT_COLUMNS,
+    check_counts,
+    counts_from_ratings,
+    read_ratings,
+)
+from binmetric_sweep.sweep.errors import SweepError
+
+from .helpers import REPO
+
+EXAMPLE = REPO / "examples" / "ratings.csv"
+EXAMPLE_ALPHA = {"sys-A": 0.72, "sys-B": 0.68, "sys-C": 0.60, "baseline": 0.55}
+EXAMPLE_RHO, EXAMPLE_ETA, EXAMPLE_SEED = 0.85, 0.80, 20240611
+#: Per system, items 1–60 are rated by humans only, 61–100 by both, 101–500 by the metric only.
+EXAMPLE_HUMAN_ONLY, EXAMPLE_PAIRED, EXAMPLE_ITEMS = 60, 40, 500
+
+LABELS_ALLOWED = "allowed: 1, 0 or empty (true/false count as 1/0)"
+RATINGS_LAYOUT = "a ratings table has columns system, human, metric (others are ignored)"
+COUNTS_LAYOUT = "a counts table has columns system, " + ", ".join(COUNT_COLUMNS)
+
+# A small campaign, in the order a real export might list it: (system, item, human, metric).
+ROWS = [
+    ("sys-A", "i1", 1, 1),  # paired: human 1, metric 1
+    ("sys-A", "i2", 1, 0),  # paired: human 1, metric 0
+    ("sys-A", "i3", 0, 0),  # paired: human 0, metric 0
+    ("sys-A", "i4", 0, None),  # human only
+    ("007", "i1", None, 1),  # metric only
+    ("007", "i2", None, 0),
+    ("sys-A", "i5", None, 1),
+    ("007", "i3", 1, None),
+    ("baseline", "i1", 0, 1),  # paired: human 0, metric 1
+]
+# Its counts by hand, in COUNT_COLUMNS order, systems in order of first appearance.
+EXPECTED = {
+    "sys-A": (4, 2, 3, 2, 1, 1, 1, 1),
+    "007": (1, 1, 0, 0, 0, 0, 2, 1),
+    "baseline": (1, 0, 1, 0, 0, 0, 0, 0),
+}
+
+
+def expected_counts(counts: dict) -> pd.DataFrame:
+    """The result table ``read_ratings`` should return for ``{system: counts}``."""
+    frame = pd.DataFrame(list(counts.values()), columns=list(COUNT_COLUMNS), dtype=np.int64)
+    frame.insert(0, "system", pd.Series(list(counts), dtype="str"))
+    return frame
+
+
+def ratings_frame(rows=ROWS) -> pd.DataFrame:
+    """Rows as a ratings table with nullable integer labels and an extra column."""
+    frame = pd.DataFrame(rows, columns=["system", "item", "human", "metric"])
+    frame["human"] = frame["human"].astype("Int64")
+    frame["metric"] = frame["metric"].astype("Int64")
+    frame["annotator"] = "ann-1"  # real exports carry more columns; they are ignored
+    return frame
+
+
+def write(frame: pd.DataFrame, path) -> None:
+    """Write ``frame`` in the format its suffix names, as pandas users export."""
+    suffix = path.suffix
+    if suffix in (".csv", ".tsv"):
+        frame.to_csv(path, index=False, sep="\t" if suffix == ".tsv" else ",")
+    elif suffix in (".parquet", ".pq"):
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_json(path, orient="records", lines=True)
+
+
+def refusal(path) -> str:
+    """The one-line message ``read_ratings(path)`` refuses the file with."""
+    with pytest.raises(SweepError) as caught:
+        read_ratings(path)
+    return str(caught.value)
+
+
+def example_ratings(seed: int = EXAMPLE_SEED) -> pd.DataFrame:
+    """The draw behind ``examples/ratings.csv``, from the model with fixed seed.
+
+    Four systems with α = 0.72, 0.68, 0.60, 0.55 each produce an output for the
+    same 500 source items (``seg-001`` …). An output is adequate with
+    probability α; humans see adequacy without error; the metric says 1 with
+    probability ρ = 0.85 if it is adequate and 1 − η = 0.2 if not. Per system,
+    items 1–60 carry a human label only, 61–100 both labels (the paired set),
+    101–500 a metric label only. Rows are listed item by item, systems in turn.
+
+    Regenerate the file with ``python -c "from tests.sweep.test_compare_ratings
+    import write_example; write_example()"`` from the repository root.
+    """
+    rng = np.random.default_rng(seed)
+    item = np.arange(1, EXAMPLE_ITEMS + 1)
+    frames = []
+    for system, alpha in EXAMPLE_ALPHA.items():
+        adequate = rng.random(item.size) < alpha
+        says_one = rng.random(item.size) < np.where(adequate, EXAMPLE_RHO, 1 - EXAMPLE_ETA)
+        human = pd.Series(adequate.astype(np.int64), dtype="Int64")
+        metric = pd.Series(says_one.astype(np.int64), dtype="Int64")
+        frames.append(
+            pd.DataFrame(
+                {
+                    "system": system,
+                    "item": [f"seg-{i:03d}" for i in item],
+                    "human": human.mask(item > EXAMPLE_HUMAN_ONLY + EXAMPLE_PAIRED),
+                    "metric": metric.mask(item <= EXAMPLE_HUMAN_ONLY),
+                    "order": item,
+                }
+            )
+        )
+    frame = pd.concat(frames, ignore_index=True)
+    frame = frame.sort_values("order", kind="stable").drop(columns="order")
+    return frame.reset_index(drop=True)
+
+
+def example_text() -> str:
+    """``examples/ratings.csv`` as the generator writes it."""
+    return example_ratings().to_csv(index=False, lineterminator="\n")
+
+
+def write_example() -> None:
+    """Write ``examples/ratings.csv`` (see :func:`example_ratings`)."""
+    EXAMPLE.parent.mkdir(exist_ok=True)
+    EXAMPLE.write_text(example_text(), encoding="utf-8")
+
+
+# --- formats and layouts -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson"])
+def test_every_format_gives_the_counts_by_hand(tmp_path, suffix):
+    path = tmp_path / f"ratings{suffix}"
+    write(ratings_frame(), path)
+    pd.testing.assert_frame_equal(read_ratings(path), expected_counts(EXPECTED))
+
+
+def test_counts_table_round_trip(tmp_path):
+    counts = read_ratings(EXAMPLE)
+    for suffix in (".csv", ".parquet", ".jsonl"):
+        path = tmp_path / f"counts{suffix}"
+        write(counts.assign(note="published"), path)  # an extra column is ignored
+        pd.testing.assert_frame_equal(read_ratings(path), counts)
+
+
+def test_frames_in_python_number_rows_by_position():
+    frame = ratings_frame().set_index(pd.Index([10, 20, 30, 40, 50, 60, 70, 80, 90]))
+    pd.testing.assert_frame_equal(counts_from_ratings(frame, "mine"), expected_counts(EXPECTED))
+    frame.loc[30, "metric"] = 5
+    with pytest.raises(SweepError, match=r"^mine: row 3, column metric: 5 is not a label"):
+        counts_from_ratings(frame, "mine")
+
+
+def test_label_spellings(tmp_path):
+    path = tmp_path / "ratings.csv"
+    path.write_text(
+        "system,human,metric\n"
+        "a, 1 ,1.0\n"  # paired, both 1
+        "a,0.0,FALSE\n"  # paired, both 0
+        "a,True,\n"  # human only, 1
+        "a,  ,0\n"  # blank human: metric only, 0
+    )
+    pd.testing.assert_frame_equal(
+        read_ratings(path), expected_counts({"a": (3, 2, 2, 1, 1, 1, 1, 0)})
+    )
+
+
+def test_typed_labels_in_parquet(tmp_path):
+    path = tmp_path / "ratings.parquet"
+    frame = pd.DataFrame(
+        {
+            "system": ["a", "a", "a"],
+            "human": pd.array([True, None, False], dtype="boolean"),
+            "metric": [1.0, 0.0, np.nan],
+        }
+    )
+    frame.to_parquet(path)
+    expected = expected_counts({"a": (2, 1, 1, 1, 1, 0, 1, 0)})
+    pd.testing.assert_frame_equal(read_ratings(path), expected)
+
+
+def test_json_lines_with_mixed_types(tmp_path):
+    # pyarrow wants one type per column; pandas reads the file instead.
+    path = tmp_path / "ratings.jsonl"
+    records = [
+        {"system": "a", "human": 1, "metric": ""},
+        {"system": 7, "human": "0", "metric": None},
+        {"system": "a", "human": True, "metric": 1.0},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n\n")
+    expected = expected_counts({"a": (2, 2, 1, 1, 1, 0, 0, 0), "7": (1, 0, 0, 0, 0, 0, 0, 0)})
+    pd.testing.assert_frame_equal(read_ratings(path), expected)
+
+
+def test_system_names_stay_text(tmp_path):
+    path = tmp_path / "ratings.csv"
+    path.write_text("system,human,metric\n007,1,\n7,0,\n7.0,,1\n sys-A ,1,\nsys-A,,0\n")
+    counts = read_ratings(path)
+    assert counts["system"].tolist() == ["007", "7", "7.0", "sys-A"]
+    assert counts["n_phi"].tolist() == [1, 1, 0, 1] and counts["n_m"].tolist() == [0, 0, 1, 1]
+
+
+def test_whole_numbers_in_typed_columns_name_systems(tmp_path):
+    path = tmp_path / "ratings.parquet"
+    pd.DataFrame({"system": [7, 7, 8], "human": [1, 0, 1], "metric": [None, 1, 0]}).to_parquet(path)
+    assert read_ratings(path)["system"].tolist() == ["7", "8"]
+
+
+def test_example_file_is_the_documented_draw():
+    assert EXAMPLE.read_text(encoding="utf-8") == example_text()
+    counts = read_ratings(EXAMPLE).set_index("system")
+    assert counts.index.tolist() == list(EXAMPLE_ALPHA)
+    assert (counts["n_phi"] == EXAMPLE_HUMAN_ONLY + EXAMPLE_PAIRED).all()
+    assert (counts["n_rho_eta"] == EXAMPLE_PAIRED).all()
+    assert (counts["n_m"] == EXAMPLE_ITEMS - EXAMPLE_HUMAN_ONLY - EXAMPLE_PAIRED).all()
+    assert EXAMPLE.stat().st_size < 100_000
+
+
+@pytest.mark.slow  # writing the three files takes seconds; reading them, about one
+def test_a_million_ratings(tmp_path, capsys):
+    """100 systems × 10,000 ratings, with a free-text column, in each format: same counts."""
+    rng = np.random.default_rng(3)
+    n = 1_000_000
+    kind = rng.integers(0, 3, n)  # 0: human only, 1: paired, 2: metric only
+    human = pd.Series(rng.integers(0, 2, n), dtype="Int64").mask(kind == 2)
+    metric = pd.Series(rng.integers(0, 2, n), dtype="Int64").mask(kind == 0)
+    frame = pd.DataFrame(
+        {
+            "system": np.repeat([f"{i:03d}" for i in range(100)], n // 100),
+            "item": np.arange(n),
+            # Quoted line breaks, commas and quotes in a free-text column, across CSV blocks.
+            "comment": np.where(kind == 1, 'first line\nsecond, "quoted"', ""),
+            "human": human,
+            "metric": metric,
+        }
+    )
+    expected = frame.groupby("system", sort=False).agg(
+        n_phi=("human", "count"), n_pos=("human", "sum"), n_m=("metric", "count")
+    )
+    expected["n_m"] -= (kind == 1).reshape(100, -1).sum(axis=1)
+    for suffix in (".csv", ".parquet", ".jsonl"):
+        path = tmp_path / f"big{suffix}"
+        write(frame, path)
+        counts = read_ratings(path)
+        assert counts["system"].tolist() == [f"{i:03d}" for i in range(100)]
+        assert (counts["n_phi"] + counts["n_m"] == n // 100).all()
+        for column in ("n_phi", "n_pos", "n_m"):
+            assert counts[column].tolist() == expected[column].tolist()
+    assert capsys.readouterr() == ("", "")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.sampled_from([0, 1, None]),
+            st.sampled_from([0, 1, None]),
+        ).filter(lambda row: row[1] is not None or row[2] is not None),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_counts_of_any_campaign(rows):
+    frame = pd.DataFrame(rows, columns=["system", "human", "metric"], dtype=object)
+    counts = counts_from_ratings(frame, "hyp")
+    pd.testing.assert_frame_equal(check_counts(counts, "hyp"), counts)  # consistent
+    for _, got in counts.iterrows():
+        mine = [(h, m) for s, h, m in rows if s == got["system"]]
+        paired = Counter((h, m) for h, m in mine if h is not None and m is not None)
+        by_hand = (
+            sum(h is not None for h, _ in mine),
+            sum(h == 1 for h, _ in mine),
+            paired.total(),
+            paired[1, 0] + paired[1, 1],
+            paired[1, 1],
+            paired[0, 0],
+            sum(h is None for h, _ in mine),
+            sum(h is None and m == 1 for h, m in mine),
+        )
+        assert tuple(got[list(COUNT_COLUMNS)]) == by_hand
+
+
+# --- refusals ----------------------------------------------------------------------------
+
+HEADER = "system,item,human,metric\n"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            HEADER + "A,1,1,0\nA,2,yes,1\nA,3,maybe,1\n",
+            f"row 2, column human: 'yes' is not a label; {LABELS_ALLOWED}",
+        ),
+        (HEADER + "A,1,1,2\n", f"row 1, column metric: '2' is not a label; {LABELS_ALLOWED}"),
+        (HEADER + "A,1,NA,1\n", f"row 1, column human: 'NA' is not a label; {LABELS_ALLOWED}"),
+        (HEADER + "A,1,1,0\nA,2,1,\nA,3,,\nA,4,,\n", "row 3: neither a human nor a metric label"),
+        (HEADER + "A,1,1,0\nA,2,1,0\nA,3,1,0\n  ,4,1,0\n", "row 4, column system: empty"),
+        (HEADER, "empty (no rows)"),
+        ("", "empty (no rows)"),
+        (
+            "sys,human,metric\nA,1,0\n",
+            "no column 'system'; columns found: 'sys', 'human', 'metric'",
+        ),
+        (
+            "system,human,metrc\nA,1,0\n",
+            f"no column 'metric'; {RATINGS_LAYOUT}; columns found: 'system', 'human', 'metrc'",
+        ),
+        (
+            "system,item,label\nA,1,0\n",
+            "neither a ratings nor a counts table; columns found: 'system', 'item', 'label'; "
+            f"{RATINGS_LAYOUT}; {COUNTS_LAYOUT}",
+        ),
+        (
+            "system,human,metric,n_phi\nA,1,0,1\n",
+            f"both label and count columns ('human', 'metric', 'n_phi'); {RATINGS_LAYOUT}; "
+            f"{COUNTS_LAYOUT}",
+        ),
+        ("system,human,human,metric\nA,1,0,1\n", "column 'human' appears 2 times"),
+        (
+            HEADER + "A,1,1,0\nA,2,1,0,extra\n",
+            "unreadable as CSV (CSV parse error: Expected 4 columns, got 5: A,2,1,0,extra)",
+        ),
+        (
+            HEADER + "A,1,1\n",
+            "unreadable as CSV (CSV parse error: Expected 4 columns, got 3: A,1,1)",
+        ),
+    ],
+)
+def test_bad_ratings_files(tmp_path, text, message):
+    path = tmp_path / "ratings.csv"
+    path.write_text(text)
+    assert refusal(path) == f"{path}: {message}"
+
+
+def test_bad_typed_label(tmp_path):
+    path = tmp_path / "ratings.parquet"
+    pd.DataFrame({"system": ["A", "A"], "human": [1.0, 0.5], "metric": [None, 1.0]}).to_parquet(
+        path
+    )
+    assert refusal(path) == f"{path}: row 2, column human: 0.5 is not a label; {LABELS_ALLOWED}"
+
+
+def test_bad_typed_system(tmp_path):
+    path = tmp_path / "ratings.parquet"
+    pd.DataFrame({"system": [1.0, 2.5], "human": [1, 0], "metric": [None, 1]}).to_parquet(path)
+    assert refusal(path) == f"{path}: row 2, column system: 2.5 is not a system name"
+
+
+def test_files_that_cannot_be_read(tmp_path):
+    assert refusal(tmp_path / "ratings.csv") == f"{tmp_path / 'ratings.csv'}: no such file"
+    assert refusal(tmp_path) == f"{tmp_path}: not a file"
+    text = tmp_path / "ratings.txt"
+    text.write_text(HEADER + "A,1,1,0\n")
+    assert refusal(text) == (
+        f"{text}: unknown format '.txt'; allowed: .csv, .tsv, .parquet, .pq, .jsonl, .ndjson"
+    )
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"system,human,metric\nsyst\xe8me,1,0\n")
+    assert refusal(latin).startswith(f"{latin}: unreadable as CSV (")
+    parquet = tmp_path / "ratings.parquet"
+    parquet.write_text(HEADER + "A,1,1,0\n")
+    assert refusal(parquet).startswith(f"{parquet}: unreadable as Parquet (")
+
+
+def test_nested_values(tmp_path):
+    path = tmp_path / "ratings.jsonl"
+    path.write_text('{"system": "A", "human": [1], "metric": 0}\n')
+    assert refusal(path) == f"{path}: row 1, column human: [1] is not a label; {LABELS_ALLOWED}"
+    path.write_text('{"system": "A", "human": 1, "metric": 0}\n{"system": {"A": 1}, "human": 1}\n')
+    assert refusal(path) == f"{path}: row 2, column system: {{'A': 1}} is not a system name"
+
+
+def test_whitespace_is_empty(tmp_path):
+    for name in ("ratings.csv", "ratings.jsonl"):
+        path = tmp_path / name
+        path.write_text(" \n\n")
+        assert refusal(path) == f"{path}: empty (no rows)"
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (
+            ['{"system": "A", "human": 1, "metric": 0}', "", '{"system": "A", "human": '],
+            "line 3: not JSON (",
+        ),
+        (['{"system": "A", "human": 1, "metric": 0}', "[1, 0]"], "line 2: not a JSON object"),
+        (
+            ['{"system": "A", "human": 1, "metric": 0}', '{"system": "syst\udce8me"}'],
+            "line 2: not UTF-8 text",
+        ),
+    ],
+)
+def test_bad_json_lines(tmp_path, lines, message):
+    path = tmp_path / "ratings.jsonl"
+    path.write_text("\n".join(lines) + "\n", errors="surrogateescape")  # \udce8: the byte e8
+    assert refusal(path).startswith(f"{path}: {message}")
+
+
+GOOD_COUNTS = {
+    "system": "A",
+    "n_phi": 20,
+    "n_pos": 12,
+    "n_rho_eta": 15,
+    "n_pos_paired": 10,
+    "n_tp": 8,
+    "n_tn": 3,
+    "n_m": 100,
+    "m_pos": 60,
+}
+WHY = ": paired ratings are human ratings"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"n_pos": 21}, "column n_pos: 21 exceeds n_phi (20)"),
+        ({"n_rho_eta": 21}, "column n_rho_eta: 21 exceeds n_phi (20)"),
+        ({"n_pos_paired": 16}, "column n_pos_paired: 16 exceeds n_rho_eta (15)"),
+        ({"n_tp": 11}, "column n_tp: 11 exceeds n_pos_paired (10)"),
+        ({"n_tn": 6}, "column n_tn: 6 exceeds n_rho_eta − n_pos_paired (5)"),
+        ({"m_pos": 101}, "column m_pos: 101 exceeds n_m (100)"),
+        ({"n_pos": 9}, f"column n_pos_paired: 10 exceeds n_pos (9){WHY}"),
+        (
+            {"n_pos": 16},
+            f"column n_rho_eta: n_rho_eta − n_pos_paired = 5 exceeds n_phi − n_pos (4){WHY}",
+        ),
+        ({"n_tn": -1}, "column n_tn: '-1' is not a count; allowed: a whole number ≥ 0"),
+        ({"m_pos": 2.5}, "column m_pos: '2.5' is not a count; allowed: a whole number ≥ 0"),
+        ({"n_m": ""}, "column n_m: empty; allowed: a whole number ≥ 0"),
+        ({"system": " "}, "column system: empty"),
+        ({"system": "A"}, "column system: 'A' repeats row 1"),
+        (
+            {"n_phi": 0, "n_pos": 0, "n_rho_eta": 0, "n_pos_paired": 0, "n_tp": 0, "n_tn": 0},
+            None,  # n_m = 100: metric-only ratings are ratings
+        ),
+        (
+            {key: 0 for key in COUNT_COLUMNS},
+            "system 'B' has no ratings (n_phi = n_m = 0)",
+        ),
+    ],
+)
+def test_bad_counts_tables(tmp_path, change, message):
+    path = tmp_path / "counts.csv"
+    second = {**GOOD_COUNTS, "system": "B", **change}
+    pd.DataFrame([GOOD_COUNTS, second]).to_csv(path, index=False)
+    if message is None:
+        assert read_ratings(path)["n_m"].tolist() == [100, 100]
+        return
+    separator = ": " if message.startswith("system") else ", "
+    assert refusal(path) == f"{path}: row 2{separator}{message}"
+
+
+def test_counts_table_missing_a_column(tmp_path):
+    path = tmp_path / "counts.csv"
+    pd.DataFrame([GOOD_COUNTS]).drop(columns="n_tn").to_csv(path, index=False)
+    assert refusal(path) == (
+        f"{path}: no column 'n_tn'; {COUNTS_LAYOUT}; columns found: 'system', 'n_phi', "
+        "'n_pos', 'n_rho_eta', 'n_pos_paired', 'n_tp', 'n_m', 'm_pos'"
+    )
