@@ -9,6 +9,7 @@
 # 1. Quadrature at SIZE lanes with the default plan (two workers), then one worker.
 # 2. NUTS at SIZE lanes with the chain kernel: the default (two workers), then one worker.
 # Either's one-worker fits must be the default's bit for bit.
+# 3. sweep compare: 100 systems x 10,000 ratings, both rate models (bench_compare.py).
 # SIZE (default 10^5) lets the script be dry-run on a CPU.
 set -o pipefail
 cd "$(dirname "$0")/.."
@@ -37,5 +38,7 @@ timeout "$(left 300)" python3 scripts/bench_kernels.py --sizes "$SIZE" --quadrat
 step "NUTS, $SIZE lanes, the chain kernel: the default (two workers), then one worker"
 timeout "$(left 590)" python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 \
   --loops kernel --sizes "$SIZE" --workers 1 --out "$R" 2>&1 | grep -v "^ "
+step "sweep compare, 100 systems x 10,000 ratings, per-system and shared rates"
+timeout "$(left 590)" python3 scripts/bench_compare.py --out "$R" 2>&1 | grep -v "^ "
 step done
 ls -la "$R"

@@ -209,6 +209,15 @@ def _compare_parser(commands) -> None:
         default="none",
         help="holm: control the family-wise error over all pairs (default none)",
     )
+    compare.add_argument(
+        "--method",
+        choices=("quadrature", "nuts"),
+        default="quadrature",
+        help="exact quadrature (the default), or NUTS draws as a check",
+    )
+    compare.add_argument(
+        "--seed", type=_count, default=0, metavar="N", help="seed of the NUTS draws (default 0)"
+    )
     compare.add_argument("--json", action="store_true", help="print one JSON object")
     compare.add_argument(
         "--out", metavar="DIR", help="write systems.parquet and pairs.parquet into DIR"
@@ -385,6 +394,8 @@ def _compare(args) -> None:
         gamma=args.gamma,
         level=args.level,
         adjust=args.adjust,
+        method=args.method,
+        seed=args.seed,
         cost_metric=args.cost_metric,
         cost_human=args.cost_human,
         power=args.power,

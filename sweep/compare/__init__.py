@@ -16,6 +16,7 @@ import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
 from binmetric_sweep.sweep.compare.ratings import check_counts, read_ratings
+from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = ["Comparison", "compare"]
 
@@ -27,6 +28,8 @@ def compare(
     gamma: float = 0.05,
     level: float = 0.95,
     adjust: str = "none",
+    method: str = "quadrature",
+    seed: int = 0,
     cost_metric: float | None = None,
     cost_human: float = 1.0,
     power: float = 0.8,
@@ -38,8 +41,10 @@ def compare(
         result = sweep.compare("examples/ratings.csv", rates="shared")
         result.systems, result.pairs, result.warnings
 
-    With ``cost_metric``, the pairs not significant also get the cheapest
-    ratings that would make them so (:func:`~.next_ratings.next_ratings`).
+    ``method`` "nuts" computes the same comparison from NUTS draws (the check,
+    :func:`~.sampled.compare_by_nuts`, with ``seed``). With ``cost_metric``, the
+    pairs not significant also get the cheapest ratings that would make them so
+    (:func:`~.next_ratings.next_ratings`).
 
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
@@ -48,7 +53,16 @@ def compare(
         counts = check_counts(ratings, "counts")
     else:
         counts = read_ratings(ratings)
-    result = compare_systems(counts, rates=rates, gamma=gamma, level=level, adjust=adjust)
+    if method == "nuts":
+        from binmetric_sweep.sweep.compare.sampled import compare_by_nuts
+
+        result = compare_by_nuts(
+            counts, rates=rates, gamma=gamma, level=level, adjust=adjust, seed=seed
+        )
+    elif method == "quadrature":
+        result = compare_systems(counts, rates=rates, gamma=gamma, level=level, adjust=adjust)
+    else:
+        raise SweepError(f"--method: {method!r} is not allowed; allowed: quadrature, nuts")
     if cost_metric is None:
         return result
     from binmetric_sweep.sweep.compare.next_ratings import next_ratings

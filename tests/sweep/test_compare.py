@@ -303,3 +303,25 @@ def test_the_command_prints_writes_and_refuses(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert err.startswith("sweep: error: ") and "\n" not in err and needle in err, err
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize("rates", ["per-system", "shared"])
+def test_nuts_agrees_with_quadrature_within_monte_carlo_error(rates):
+    exact = sweep.compare(EXAMPLE, rates=rates)
+    sampled = sweep.compare(EXAMPLE, rates=rates, method="nuts", seed=3)
+    s = sampled.settings
+    assert s["method"] == "nuts" and s["rhat_max"] < 1.01 and s["ess_min"] > 400
+    e = exact.systems.set_index("system")
+    n = sampled.systems.set_index("system").loc[e.index]
+    mcse = e["alpha_sd"] / np.sqrt(s["ess_min"])
+    assert (np.abs(n["alpha_mean"] - e["alpha_mean"]) < 5 * mcse).all()
+    assert (np.abs(n["alpha_sd"] / e["alpha_sd"] - 1) < 0.1).all()
+    names = list(e.index)
+
+    def matrix(result):
+        order = [list(result.systems["system"]).index(x) for x in names]
+        return result.p_better[np.ix_(order, order)]
+
+    p, q = matrix(exact), matrix(sampled)
+    bound = 4 * np.sqrt(np.maximum(p * (1 - p), 1e-4) / s["ess_min"])
+    assert (np.abs(p - q) <= bound + 1e-3).all(), (p, q)

@@ -1,0 +1,132 @@
+"""The check of :func:`~binmetric_sweep.sweep.compare.analysis.compare_systems`: the same
+comparison from NUTS draws (NumPyro, chains vectorised), ``sweep compare --method nuts``.
+
+One model holds every system: α_s ~ Beta(n₊ + 1, N_Φ − n₊ + 1) (the human
+ratings), m₊ₛ ~ Binomial(N_Mₛ, α_s ρ + (1 − α_s)(1 − η)), with (ρ_s, η_s) per
+system from its own paired ratings' Betas (per-system, 3S dimensions, the
+systems independent) or one (ρ, η) from the pooled paired ratings (shared,
+S + 2 dimensions). A pair's P(α_a > α_b) is the share of draws with
+α_a > α_b; R-hat and ESS are NumPyro's (numpyro.diagnostics).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pandas as pd
+from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+from numpyro.infer import MCMC, NUTS
+
+from binmetric_sweep.sweep.compare.analysis import (
+    Comparison,
+    _check_options,
+    _heterogeneity,
+    _paired_means,
+    counts_of,
+    pair_table,
+)
+
+__all__ = ["NUTS_CHAINS", "compare_by_nuts"]
+
+#: Chains, warm-up and kept draws per chain (the sweep's NUTS defaults).
+NUTS_CHAINS, NUTS_WARMUP, NUTS_SAMPLES = 4, 500, 1000
+#: Sampler health below which a warning line is printed.
+RHAT_LIMIT, ESS_LIMIT = 1.01, 400
+
+
+def _model(c, rates: str):
+    s = c["n_phi"].shape[0]
+    a_r, b_r = c["n_tp"] + 1.0, c["n_pos_paired"] - c["n_tp"] + 1.0
+    a_e, b_e = c["n_tn"] + 1.0, c["n_neg_paired"] - c["n_tn"] + 1.0
+    if rates == "shared":
+        rho = numpyro.sample("rho", dist.Beta(jnp.sum(a_r - 1) + 1, jnp.sum(b_r - 1) + 1))
+        eta = numpyro.sample("eta", dist.Beta(jnp.sum(a_e - 1) + 1, jnp.sum(b_e - 1) + 1))
+    with numpyro.plate("systems", s):
+        if rates != "shared":
+            rho = numpyro.sample("rho", dist.Beta(a_r, b_r))
+            eta = numpyro.sample("eta", dist.Beta(a_e, b_e))
+        alpha = numpyro.sample("alpha", dist.Beta(c["n_pos"] + 1.0, c["n_phi"] - c["n_pos"] + 1.0))
+        p = jnp.clip(alpha * rho + (1 - alpha) * (1 - eta), 1e-300, 1 - 1e-16)
+        numpyro.sample("metric", dist.Binomial(c["n_m"], probs=p), obs=c["m_pos"])
+
+
+def compare_by_nuts(
+    counts: pd.DataFrame,
+    *,
+    rates: str = "per-system",
+    gamma: float = 0.05,
+    level: float = 0.95,
+    adjust: str = "none",
+    seed: int = 0,
+) -> Comparison:
+    """The comparison of :func:`compare_systems` from NUTS draws (see the module's text)."""
+    jax.config.update("jax_enable_x64", True)
+    _check_options(rates, gamma, level, adjust)
+    c = counts_of(counts)
+    data = {
+        k: jnp.asarray(v, jnp.float64)
+        for k, v in c._asdict().items()
+        if k not in ("rho", "eta", "rho_eta_known")
+    }
+    mcmc = MCMC(
+        NUTS(lambda: _model(data, rates)),
+        num_warmup=NUTS_WARMUP,
+        num_samples=NUTS_SAMPLES,
+        num_chains=NUTS_CHAINS,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
+    mcmc.run(jax.random.PRNGKey(seed))
+    draws = np.asarray(mcmc.get_samples(group_by_chain=True)["alpha"])  # (chains, draws, S)
+    flat = draws.reshape(-1, draws.shape[-1])
+    tail = (1 - level) / 2
+    mean, sd = flat.mean(axis=0), flat.std(axis=0, ddof=1)
+    low, high = np.quantile(flat, [tail, 1 - tail], axis=0)
+    rhat = np.asarray(split_gelman_rubin(draws))
+    ess = np.asarray(effective_sample_size(draws))
+    order = np.argsort(-mean, kind="stable")
+    r_mean, e_mean = _paired_means(c)
+    if rates == "shared":
+        pooled = lambda k, n: (np.sum(k) + 1) / (np.sum(n) + 2)  # noqa: E731
+        r_mean = np.full(len(counts), pooled(c.n_tp, c.n_pos_paired))
+        e_mean = np.full(len(counts), pooled(c.n_tn, c.n_neg_paired))
+    systems = pd.DataFrame(
+        {
+            "system": counts["system"].to_numpy()[order],
+            "n_human": counts["n_phi"].to_numpy()[order],
+            "n_paired": counts["n_rho_eta"].to_numpy()[order],
+            "n_metric": counts["n_m"].to_numpy()[order],
+            "alpha_mean": mean[order],
+            "alpha_sd": sd[order],
+            "ci_low": low[order],
+            "ci_high": high[order],
+            "rho_mean": r_mean[order],
+            "eta_mean": e_mean[order],
+        }
+    )
+    ranked = flat[:, order]
+    p = np.mean(ranked[:, :, None] > ranked[:, None, :], axis=0)
+    np.fill_diagonal(p, 0.5)
+    settings = {
+        "rates": rates,
+        "gamma": float(gamma),
+        "level": float(level),
+        "adjust": adjust,
+        "method": "nuts",
+        "chains": NUTS_CHAINS,
+        "draws": NUTS_CHAINS * NUTS_SAMPLES,
+        "rhat_max": float(np.max(rhat)),
+        "ess_min": float(np.min(ess)),
+        "seed": int(seed),
+    }
+    warnings = _heterogeneity(counts) if rates == "shared" else []
+    if settings["rhat_max"] > RHAT_LIMIT or settings["ess_min"] < ESS_LIMIT:
+        warnings.append(
+            f"NUTS: largest R-hat {settings['rhat_max']:.3f}, smallest ESS "
+            f"{settings['ess_min']:.0f}: the draws may not represent the posterior"
+        )
+    pairs = pair_table(systems, p, gamma, adjust)
+    return Comparison(systems, pairs, settings, warnings, p)
