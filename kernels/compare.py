@@ -191,7 +191,10 @@ def conditional_window(counts: Counts, rho: Array, eta: Array, width: float) -> 
     The log density is concave in α (sums of log-linear terms), so its mode is
     found by bisection on the slope, and the SD from the curvature there.
     """
-    tiny = 1e-300
+
+    def ratio(k, v, power):
+        """k / v**power, 0 where k = 0 (a count of zero adds nothing, even at v = 0)."""
+        return jnp.where(k > 0, k / jnp.maximum(v, 1e-150) ** power, 0.0)
 
     def slope_and_curvature(alpha):
         a = counts.n_pos
@@ -200,10 +203,11 @@ def conditional_window(counts: Counts, rho: Array, eta: Array, width: float) -> 
         p = alpha * rho + (1.0 - alpha) * (1.0 - eta)
         q = 1.0 - p
         m, rest = counts.m_pos, counts.n_m - counts.m_pos
-        slope = a / jnp.maximum(alpha, tiny) - b / jnp.maximum(1 - alpha, tiny)
-        slope = slope + d * (m / jnp.maximum(p, tiny) - rest / jnp.maximum(q, tiny))
-        curve = -a / jnp.maximum(alpha, tiny) ** 2 - b / jnp.maximum(1 - alpha, tiny) ** 2
-        curve = curve - d * d * (m / jnp.maximum(p, tiny) ** 2 + rest / jnp.maximum(q, tiny) ** 2)
+        slope = (
+            ratio(a, alpha, 1) - ratio(b, 1 - alpha, 1) + d * (ratio(m, p, 1) - ratio(rest, q, 1))
+        )
+        curve = -ratio(a, alpha, 2) - ratio(b, 1 - alpha, 2)
+        curve = curve - d * d * (ratio(m, p, 2) + ratio(rest, q, 2))
         return slope, curve
 
     def step(bounds, _):

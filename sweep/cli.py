@@ -309,7 +309,7 @@ def _show(args) -> None:
     table = pivot_surface(surface, args.rows, args.cols, args.value, where)
     print(format_table(table, args.value, args.digits))
     for note in table_notes(filter_surface(surface, where), args.value):
-        print(f"note: {note}")
+        print(f"note: {note}", file=sys.stderr)  # under the table, outside the data
 
 
 def _plot(args) -> None:

@@ -39,7 +39,7 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 #: Modules that start a Ray instance (or a Ray-backed CLI run).
-_RAY_MODULES = ("test_ray", "test_ray_faults", "test_ray_local")
+_RAY_MODULES = ("test_ray", "test_ray_faults", "test_ray_local", "test_examples_ray")
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown, and unused, without xdist

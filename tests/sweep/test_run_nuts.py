@@ -88,7 +88,7 @@ def test_each_shard_records_the_loop_that_ran_it(nuts_run, quadrature_run):
         assert meta[b"binmetric_sweep.loop"].decode() == loop
     state = sweep.status(nuts_run)
     assert state.loops == {loop: state.shards}
-    assert f"NUTS loops: {loop} ({state.shards} shards)" in state.lines()
+    assert f"NUTS loop: {loop} ({state.shards} shards)" in state.lines()
     # Quadrature runs no NUTS loop, and its status says nothing of one.
     for path in sorted((quadrature_run / "fits").glob("*.parquet")):
         assert pq.read_metadata(path).metadata[b"binmetric_sweep.loop"] == b""
