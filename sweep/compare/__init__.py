@@ -15,7 +15,7 @@ from dataclasses import replace
 import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
-from binmetric_sweep.sweep.compare.ratings import check_counts, read_ratings
+from binmetric_sweep.sweep.compare.ratings import check_counts, counts_from_ratings, read_ratings
 from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = ["Comparison", "compare"]
@@ -34,7 +34,8 @@ def compare(
     cost_human: float = 1.0,
     power: float = 0.8,
 ) -> Comparison:
-    """Compare the systems of a ratings file (or a per-system counts table), as ``sweep compare``.
+    """Compare the systems of a ratings file or DataFrame (one row per rated output, or per
+    system with counts), as ``sweep compare``.
 
     ::
 
@@ -49,7 +50,9 @@ def compare(
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
     """
-    if isinstance(ratings, pd.DataFrame):
+    if isinstance(ratings, pd.DataFrame) and {"human", "metric"} <= set(ratings.columns):
+        counts = counts_from_ratings(ratings, "ratings")
+    elif isinstance(ratings, pd.DataFrame):
         counts = check_counts(ratings, "counts")
     else:
         counts = read_ratings(ratings)

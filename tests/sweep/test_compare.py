@@ -240,6 +240,16 @@ def test_warnings_name_the_systems_they_concern():
     assert compare_systems(contradicting, rates="per-system").warnings == []
 
 
+def test_the_api_takes_a_file_a_ratings_frame_or_a_counts_frame():
+    from_file = sweep.compare(EXAMPLE)
+    from_ratings = sweep.compare(pd.read_csv(EXAMPLE, dtype={"system": str}))
+    from_counts = sweep.compare(SMALL)
+    pd.testing.assert_frame_equal(from_file.systems, from_ratings.systems)
+    assert list(from_counts.systems["system"]) == ["a", "b", "c"]
+    with pytest.raises(sweep.SweepError, match="n_tp"):
+        sweep.compare(SMALL.assign(n_tp=99))
+
+
 def test_what_to_rate_next_plans_every_pair_that_is_not_significant():
     result = sweep.compare(EXAMPLE, cost_metric=0.01)
     pairs = result.pairs
