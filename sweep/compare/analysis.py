@@ -114,7 +114,6 @@ def compare_systems(
     warnings: list[str] = []
     if rates == "per-system":
         mean, sd, low, high, p = _per_system(c, level)
-        r_mean, e_mean = _paired_means(c)
         unpaired = counts["system"][(counts["n_rho_eta"] == 0) & (counts["n_m"] > 0)]
         for name in unpaired:
             warnings.append(
@@ -123,15 +122,35 @@ def compare_systems(
             )
     else:
         mean, sd, low, high, p, checked = _shared(c, level)
-        a_r, b_r, a_e, b_e = (float(v) for v in kc.pooled_rates(c))
-        r_mean = np.full(len(counts), a_r / (a_r + b_r))
-        e_mean = np.full(len(counts), a_e / (a_e + b_e))
         warnings += _heterogeneity(counts)
         if checked > CHECK_TOLERANCE:
             warnings.append(
                 f"the shared (ρ, η) rule moved a probability or moment by {checked:.1e} "
                 "against a coarser rule: treat the last digits with care"
             )
+    systems, p_sorted = ranked(counts, rates, (mean, sd, low, high), p)
+    settings = {
+        "rates": rates,
+        "gamma": float(gamma),
+        "level": float(level),
+        "adjust": adjust,
+        "method": "quadrature",
+    }
+    pairs = pair_table(systems, p_sorted, gamma, adjust)
+    return Comparison(systems, pairs, settings, warnings, p_sorted)
+
+
+def ranked(
+    counts: pd.DataFrame, rates: str, posterior: tuple[np.ndarray, ...], p_better: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The systems table, best first, and ``p_better`` in that order.
+
+    ``posterior``: each system's α mean, SD and interval ends, in ``counts``' order;
+    ``rho_mean``, ``eta_mean`` are its paired ratings' Beta means, pooled under
+    shared rates (:func:`rate_means`).
+    """
+    mean, sd, low, high = posterior
+    r_mean, e_mean = rate_means(counts_of(counts), rates)
     order = np.argsort(-mean, kind="stable")
     systems = pd.DataFrame(
         {
@@ -147,16 +166,7 @@ def compare_systems(
             "eta_mean": e_mean[order],
         }
     )
-    p_sorted = p[np.ix_(order, order)]
-    settings = {
-        "rates": rates,
-        "gamma": float(gamma),
-        "level": float(level),
-        "adjust": adjust,
-        "method": "quadrature",
-    }
-    pairs = pair_table(systems, p_sorted, gamma, adjust)
-    return Comparison(systems, pairs, settings, warnings, p_sorted)
+    return systems, p_better[np.ix_(order, order)]
 
 
 def _check_options(rates, gamma, level, adjust) -> None:
@@ -211,8 +221,13 @@ def holm(p: np.ndarray) -> np.ndarray:
     return adjusted
 
 
-def _paired_means(c: Counts) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior means of ρ and η from each system's paired ratings (Beta(1, 1) priors)."""
+def rate_means(c: Counts, rates: str) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior means of ρ and η from each system's paired ratings (Beta(1, 1) priors),
+    or, under shared rates, from all systems' paired ratings pooled."""
+    if rates == "shared":
+        a_r, b_r, a_e, b_e = (float(v) for v in kc.pooled_rates(c))
+        n = len(np.asarray(c.n_phi))
+        return np.full(n, a_r / (a_r + b_r)), np.full(n, a_e / (a_e + b_e))
     r = (c.n_tp + 1.0) / (c.n_pos_paired + 2.0)
     e = (c.n_tn + 1.0) / (c.n_neg_paired + 2.0)
     return np.asarray(r), np.asarray(e)

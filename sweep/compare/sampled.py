@@ -24,9 +24,9 @@ from binmetric_sweep.sweep.compare.analysis import (
     Comparison,
     _check_options,
     _heterogeneity,
-    _paired_means,
     counts_of,
     pair_table,
+    ranked,
 )
 
 __all__ = ["NUTS_CHAINS", "compare_by_nuts"]
@@ -87,29 +87,9 @@ def compare_by_nuts(
     low, high = np.quantile(flat, [tail, 1 - tail], axis=0)
     rhat = np.asarray(split_gelman_rubin(draws))
     ess = np.asarray(effective_sample_size(draws))
-    order = np.argsort(-mean, kind="stable")
-    r_mean, e_mean = _paired_means(c)
-    if rates == "shared":
-        pooled = lambda k, n: (np.sum(k) + 1) / (np.sum(n) + 2)  # noqa: E731
-        r_mean = np.full(len(counts), pooled(c.n_tp, c.n_pos_paired))
-        e_mean = np.full(len(counts), pooled(c.n_tn, c.n_neg_paired))
-    systems = pd.DataFrame(
-        {
-            "system": counts["system"].to_numpy()[order],
-            "n_human": counts["n_phi"].to_numpy()[order],
-            "n_paired": counts["n_rho_eta"].to_numpy()[order],
-            "n_metric": counts["n_m"].to_numpy()[order],
-            "alpha_mean": mean[order],
-            "alpha_sd": sd[order],
-            "ci_low": low[order],
-            "ci_high": high[order],
-            "rho_mean": r_mean[order],
-            "eta_mean": e_mean[order],
-        }
-    )
-    ranked = flat[:, order]
-    p = np.mean(ranked[:, :, None] > ranked[:, None, :], axis=0)
+    p = np.mean(flat[:, :, None] > flat[:, None, :], axis=0)
     np.fill_diagonal(p, 0.5)
+    systems, p = ranked(counts, rates, (mean, sd, low, high), p)
     settings = {
         "rates": rates,
         "gamma": float(gamma),

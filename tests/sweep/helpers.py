@@ -6,6 +6,9 @@ import copy
 import pathlib
 
 import pandas as pd
+import pytest
+
+from binmetric_sweep.sweep.errors import SweepError
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -40,3 +43,14 @@ def sorted_surface(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.drop(columns=["shard"], errors="ignore")
     keys = [k for k in ("config_id", "gamma", "replicate") if k in frame.columns]
     return frame.sort_values(keys).reset_index(drop=True)
+
+
+def refuses(fn, *needles: str) -> str:
+    """The one-line SweepError message ``fn()`` raises, which must hold every needle."""
+    with pytest.raises(SweepError) as info:
+        fn()
+    message = str(info.value)
+    assert "\n" not in message
+    for needle in needles:
+        assert needle in message, message
+    return message

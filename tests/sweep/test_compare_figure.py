@@ -24,8 +24,9 @@ from binmetric_sweep.sweep.compare.figure import (
     plot_comparison,
     probability_matrix,
 )
-from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.plots import DPI, save_figure
+
+from .helpers import refuses
 
 SETTINGS = {
     "rates": "per-system",
@@ -324,15 +325,6 @@ def test_one_system_has_nothing_to_compare(tmp_path):
     systems, _ = synthetic(1)
     path = plot_comparison(systems, pd.DataFrame(), SETTINGS, tmp_path / "one.png")
     read_png(path, FIGURE_WIDTH)
-
-
-def refuses(fn, *needles: str) -> None:
-    with pytest.raises(SweepError) as info:
-        fn()
-    message = str(info.value)
-    assert "\n" not in message
-    for needle in needles:
-        assert needle in message, message
 
 
 def test_unsupported_suffix_refused(tmp_path):

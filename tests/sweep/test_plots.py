@@ -11,7 +11,6 @@ import pytest
 from matplotlib.colors import LogNorm
 
 from binmetric_sweep import sweep
-from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.plan import PlanSpec
 from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan, plot_frontier
 from binmetric_sweep.sweep.plots import (
@@ -25,6 +24,8 @@ from binmetric_sweep.sweep.plots import (
     plot_surface,
     surface_figure,
 )
+
+from .helpers import refuses
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "published_eps.csv"
 COLUMN_PIXELS = round(COLUMN_WIDTH * DPI)
@@ -125,15 +126,6 @@ def cell_texts(fig) -> list[str]:
 def significant_digits(text: str) -> int:
     digits = re.sub(r"[^0-9]", "", text).lstrip("0")
     return len(digits)
-
-
-def refuses(fn, *needles: str) -> None:
-    with pytest.raises(SweepError) as info:
-        fn()
-    message = str(info.value)
-    assert "\n" not in message
-    for needle in needles:
-        assert needle in message, message
 
 
 def test_heatmap_writes_a_png(surface, tmp_path):

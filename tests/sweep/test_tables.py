@@ -4,7 +4,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.tables import (
     AXES,
     filter_surface,
@@ -16,6 +15,8 @@ from binmetric_sweep.sweep.tables import (
     table_notes,
     value_columns,
 )
+
+from .helpers import refuses
 
 RHOS = (0.51, 0.7)
 N_PHI = (0, 100, 250)
@@ -62,16 +63,6 @@ def make_surface() -> pd.DataFrame:
 @pytest.fixture
 def surface() -> pd.DataFrame:
     return make_surface()
-
-
-def refuses(fn, *needles: str) -> str:
-    with pytest.raises(SweepError) as info:
-        fn()
-    message = str(info.value)
-    assert "\n" not in message
-    for needle in needles:
-        assert needle in message, message
-    return message
 
 
 def test_pivot_puts_sorted_axis_values_on_rows_and_columns(surface):
