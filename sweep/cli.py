@@ -235,14 +235,14 @@ def _compare_parser(commands) -> None:
     compare.add_argument(
         "--cost-human",
         type=float,
-        default=1.0,
+        default=None,
         metavar="C",
         help="price of a human rating, with --cost-metric (default 1)",
     )
     compare.add_argument(
         "--power",
         type=float,
-        default=0.8,
+        default=None,
         metavar="P",
         help="power of those plans, in [0.5, 1) (default 0.8)",
     )
@@ -371,22 +371,27 @@ def _plan(args) -> int:
 
 def _compare(args) -> None:
     from binmetric_sweep.sweep.compare import compare
-    from binmetric_sweep.sweep.compare.report import comparison_json, comparison_text, write_tables
+    from binmetric_sweep.sweep.compare.report import (
+        check_out_dir,
+        comparison_json,
+        comparison_text,
+        write_tables,
+    )
     from binmetric_sweep.sweep.compile_cache import use_compilation_cache
 
+    # Everything that can be refused is refused before the analysis runs.
     if args.output:
         from binmetric_sweep.sweep.plan import check_image_path
 
         check_image_path(args.output)
-    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise SweepError(f"--out: {args.out!r} is a file, not a directory")
-    given = [
-        f
-        for f in ("cost_human", "power")
-        if getattr(args, f) != {"cost_human": 1.0, "power": 0.8}[f]
-    ]
-    if given and args.cost_metric is None:
-        raise SweepError(f"--{given[0].replace('_', '-')}: needs --cost-metric (what to rate next)")
+    if args.out:
+        check_out_dir(args.out)
+    planning = {
+        f: getattr(args, f) for f in ("cost_human", "power") if getattr(args, f) is not None
+    }
+    if planning and args.cost_metric is None:
+        first = next(iter(planning)).replace("_", "-")
+        raise SweepError(f"--{first}: needs --cost-metric (what to rate next)")
     use_compilation_cache(DEFAULT_COMPILE_CACHE, strict=False)
     result = compare(
         args.ratings,
@@ -397,8 +402,7 @@ def _compare(args) -> None:
         method=args.method,
         seed=args.seed,
         cost_metric=args.cost_metric,
-        cost_human=args.cost_human,
-        power=args.power,
+        **planning,
     )
     for line in result.warnings:
         print(f"sweep: warning: {line}", file=sys.stderr)

@@ -24,7 +24,13 @@ import pyarrow.parquet as pq
 from binmetric_sweep.sweep.compare.analysis import Comparison
 from binmetric_sweep.sweep.errors import SweepError
 
-__all__ = ["MATRIX_MAX_SYSTEMS", "comparison_text", "comparison_json", "write_tables"]
+__all__ = [
+    "MATRIX_MAX_SYSTEMS",
+    "check_out_dir",
+    "comparison_text",
+    "comparison_json",
+    "write_tables",
+]
 
 #: Up to this many systems the pairs are printed as the published matrix.
 MATRIX_MAX_SYSTEMS = 8
@@ -174,13 +180,19 @@ def _not_significant(result: Comparison) -> list[str]:
     return out
 
 
+def check_out_dir(out: str | os.PathLike) -> Path:
+    """``out`` as a Path, if it can be the tables' directory (absent, or a directory)."""
+    directory = Path(out)
+    if directory.exists() and not directory.is_dir():
+        raise SweepError(f"--out: {str(directory)!r} is a file, not a directory")
+    return directory
+
+
 def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> list[Path]:
     """``systems.parquet`` and ``pairs.parquet`` in ``out`` (created), with the settings and the
     ratings file's name in each file's metadata; each written to a temporary file, then renamed.
     """
-    directory = Path(out)
-    if directory.exists() and not directory.is_dir():
-        raise SweepError(f"--out: {str(directory)!r} is a file, not a directory")
+    directory = check_out_dir(out)
     directory.mkdir(parents=True, exist_ok=True)
     from binmetric_sweep.sweep import __version__
 

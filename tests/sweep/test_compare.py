@@ -308,11 +308,16 @@ def test_the_command_prints_writes_and_refuses(tmp_path, capsys):
         (["compare", str(EXAMPLE), "--frobnicate"], "--frobnicate"),
         (["compare", str(EXAMPLE), "--power", "0.9"], "--power: needs --cost-metric"),
         (["compare", str(EXAMPLE), "-o", str(tmp_path / "f.nope")], "-o"),
+        (["compare", str(EXAMPLE), "--cost-human", "2"], "--cost-human: needs --cost-metric"),
     ]:
         assert main([*argv, "--out", str(tmp_path / "never")]) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("sweep: error: ") and "\n" not in err and needle in err, err
     assert not (tmp_path / "never").exists()
+    # --out naming a file is refused before anything is computed or written.
+    assert main(["compare", str(EXAMPLE), "--out", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"sweep: error: --out: {str(bad)!r} is a file, not a directory"
 
 
 @pytest.mark.parametrize("rates", ["per-system", "shared"])
