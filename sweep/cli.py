@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from binmetric_sweep.sweep.compile_cache import DEFAULT as DEFAULT_COMPILE_CACHE
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS
+from binmetric_sweep.sweep.version import __version__
 
 __all__ = ["main", "build_parser"]
 
@@ -55,8 +56,6 @@ def _count(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The ``sweep`` parser with its subcommands run, status, show, plot, plan and compare."""
     parser = _Parser(prog="sweep", description="Simulation sweeps of human + metric evaluation.")
-    from binmetric_sweep.sweep import __version__
-
     parser.add_argument("--version", action="version", version=f"binmetric-sweep {__version__}")
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
@@ -336,13 +335,13 @@ def _plot(args) -> None:
 
 def _plan(args) -> int:
     from binmetric_sweep.sweep.plan import (
-        check_image_path,
         load_plan_grid,
         plan_grid,
         plan_table,
         plans_json,
         plot_frontier,
     )
+    from binmetric_sweep.sweep.plots import check_image_path
 
     given = {f: getattr(args, f) for f in PLAN_FIELDS if getattr(args, f) is not None}
     if args.grid is not None:
@@ -381,7 +380,7 @@ def _compare(args) -> None:
 
     # Everything that can be refused is refused before the analysis runs.
     if args.output:
-        from binmetric_sweep.sweep.plan import check_image_path
+        from binmetric_sweep.sweep.plots import check_image_path
 
         check_image_path(args.output)
     if args.out:

@@ -12,7 +12,8 @@ printed from the same options agree. Every figure is one paper column wide
 (:data:`COLUMN_WIDTH`) with 7–8 pt text, titled with the settings its rows
 share, and saved uncropped, so the file is exactly that wide: at :data:`DPI`
 for a raster suffix (``.png``), as vectors for ``.pdf``, ``.svg`` or ``.eps``.
-The planner's frontier (:func:`frontier_figure`) is drawn in the same style.
+The planner's frontier (:mod:`sweep.plan.figure`) and the comparison's figure
+(:mod:`sweep.compare.figure`) are drawn with the helpers here.
 Matplotlib is imported inside the functions and drawn on a bare Agg canvas:
 importing this module is cheap and pyplot's global figure list is never touched.
 """
@@ -23,7 +24,7 @@ import math
 import pathlib
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -43,9 +44,16 @@ if TYPE_CHECKING:
     from matplotlib.colors import Normalize
     from matplotlib.figure import Figure
 
-    from binmetric_sweep.sweep.plan.report import Plan
 
 __all__ = [
+    "check_image_path",
+    "hide_overlapping_ticklabels",
+    "legend_below",
+    "log_ticks",
+    "new_figure",
+    "rate_phrases",
+    "style_axes",
+    "tick_number",
     "COLUMN_WIDTH",
     "DPI",
     "LABELS",
@@ -54,9 +62,7 @@ __all__ = [
     "cell_format",
     "colour_scale",
     "format_size",
-    "frontier_figure",
     "label",
-    "plan_phrases",
     "plot_surface",
     "save_figure",
     "setting_phrases",
@@ -190,7 +196,7 @@ def setting_phrases(frame: pd.DataFrame, shown: Collection[str] = ()) -> list[st
     phrases = [f"{_symbol('alpha')} = {format_value(alpha)}"] if has_alpha else []
     has_known, known = fixed("rho_eta_known")
     rates = {n: v for n, (ok, v) in (("rho", fixed("rho")), ("eta", fixed("eta"))) if ok}
-    phrases += _rate_phrases(rates, known=has_known and bool(known))
+    phrases += rate_phrases(rates, known=has_known and bool(known))
     for size in ("n_phi", "n_m"):
         has, value = fixed(size)
         if has and value is not None:
@@ -210,7 +216,7 @@ def setting_phrases(frame: pd.DataFrame, shown: Collection[str] = ()) -> list[st
     return phrases
 
 
-def _rate_phrases(rates: Mapping[str, object], known: bool) -> list[str]:
+def rate_phrases(rates: Mapping[str, object], known: bool) -> list[str]:
     """ρ and η as phrases (``ρ = η = 0.7`` when equal), marked ``(known)`` when they are."""
     if len(rates) == 2 and rates["rho"] == rates["eta"]:
         phrases = [f"{_symbol('rho')} = {_symbol('eta')} = {format_value(rates['rho'])}"]
@@ -268,7 +274,7 @@ def wrap_phrases(head: str, phrases: Sequence[str], width: float) -> str:
 # --- figure, axes, saving ---------------------------------------------------------------
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     """An empty figure of ``width`` × ``height`` inches, laid out by constrained layout, on Agg."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -279,7 +285,7 @@ def _figure(width: float, height: float) -> Figure:
     return fig
 
 
-def _style(ax: Axes) -> None:
+def style_axes(ax: Axes) -> None:
     """Paper-column text sizes and light lines on ``ax``."""
     ax.tick_params(labelsize=SMALL, length=2.5, width=0.6, pad=2)
     ax.tick_params(which="minor", length=1.5, width=0.5)
@@ -324,7 +330,7 @@ def _shown_ticklabels(axis, index: int) -> list:
     ]
 
 
-def _hide_overlapping_ticklabels(fig: Figure, ax: Axes) -> None:
+def hide_overlapping_ticklabels(fig: Figure, ax: Axes) -> None:
     """Hide any tick label that would overlap the one kept before it (after a layout pass)."""
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
@@ -429,7 +435,7 @@ def _heatmap(fig: Figure, frame: pd.DataFrame, value: str, rows: str, cols: str)
     norm, extend = colour_scale(cells)
     cmap = colormaps["viridis"].with_extremes(bad="0.85")
     ax = fig.add_subplot()
-    _style(ax)
+    style_axes(ax)
     image = ax.imshow(
         np.ma.masked_invalid(cells), cmap=cmap, norm=norm, aspect="auto", interpolation="nearest"
     )
@@ -444,7 +450,7 @@ def _heatmap(fig: Figure, frame: pd.DataFrame, value: str, rows: str, cols: str)
     )
     fmt, power = cell_format(norm, whole)
     _colorbar(fig, ax, image, value, extend, power)
-    _hide_overlapping_ticklabels(fig, ax)
+    hide_overlapping_ticklabels(fig, ax)
     _annotate(fig, ax, cells, norm, cmap, fmt)
 
 
@@ -460,7 +466,7 @@ def _colorbar(fig: Figure, ax: Axes, image, value: str, extend: str, power: int)
     bar.ax.tick_params(labelsize=SMALL, length=2, width=0.5)
     bar.outline.set_linewidth(0.5)
     if isinstance(image.norm, LogNorm):
-        _log_ticks(bar.ax.yaxis, image.norm.vmin, image.norm.vmax, value)
+        log_ticks(bar.ax.yaxis, image.norm.vmin, image.norm.vmax, value)
     elif power:
         bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _minus(f"{v * 10.0**power:g}")))
 
@@ -497,7 +503,7 @@ def _annotate(fig: Figure, ax: Axes, cells: np.ndarray, norm, cmap, fmt) -> None
 # --- log axes ---------------------------------------------------------------------------
 
 
-def _log_ticks(axis, low: float, high: float, name: str, zero: bool = False) -> None:
+def log_ticks(axis, low: float, high: float, name: str, zero: bool = False) -> None:
     """Ticks for a logarithmic ``axis`` over [low, high] (and at 0 when ``zero``).
 
     Labelled ticks at the powers of ten, or at 1, 2 and 5 times them when the
@@ -514,11 +520,11 @@ def _log_ticks(axis, low: float, high: float, name: str, zero: bool = False) -> 
     minor = [m * d for d in decades for m in range(2, 10) if m not in subs]
     axis.set_major_locator(FixedLocator(([0.0] if zero else []) + major))
     axis.set_minor_locator(FixedLocator(minor))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: _tick_number(name, v)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: tick_number(name, v)))
     axis.set_minor_formatter(NullFormatter())
 
 
-def _tick_number(name: str, value: float) -> str:
+def tick_number(name: str, value: float) -> str:
     """A tick text: sizes short (``2.5k``), other values plainly, powers of ten far from 1."""
     if value == 0:
         return "0"
@@ -570,7 +576,7 @@ def _x_scale(ax: Axes, xs: np.ndarray, x: str, log_x: bool) -> None:
             from matplotlib.ticker import FuncFormatter, MaxNLocator
 
             ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick_number(x, v)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_number(x, v)))
         return
     if positive.size == 0:
         raise SweepError(f"--log-x needs some --x {x!r} values above 0; they are all ≤ 0")
@@ -582,7 +588,7 @@ def _x_scale(ax: Axes, xs: np.ndarray, x: str, log_x: bool) -> None:
         _break_marks(ax, 0.55 * threshold)
     else:
         ax.set_xscale("log")
-    _log_ticks(ax.xaxis, low, high, x, zero=zero)
+    log_ticks(ax.xaxis, low, high, x, zero=zero)
 
 
 def _y_scale(ax: Axes, ys: np.ndarray, value: str, log_y: bool | None) -> None:
@@ -596,7 +602,7 @@ def _y_scale(ax: Axes, ys: np.ndarray, value: str, log_y: bool | None) -> None:
     if not positive:
         raise SweepError(f"--log-y needs every --value {value!r} above 0; some are ≤ 0")
     ax.set_yscale("log")
-    _log_ticks(ax.yaxis, float(finite.min()), float(finite.max()), value)
+    log_ticks(ax.yaxis, float(finite.min()), float(finite.max()), value)
 
 
 # --- lines ------------------------------------------------------------------------------
@@ -624,7 +630,7 @@ def _palette(keys: list[object]):
     return [colormaps["tab10"](k) for k in range(len(keys))]
 
 
-def _legend(fig: Figure, ax: Axes, width: float) -> None:
+def legend_below(fig: Figure, ax: Axes, width: float) -> None:
     """The lines' legend below the axes, in as many columns as fit the figure's width."""
     handles, texts = ax.get_legend_handles_labels()
     entry = max(_visible_length(t) for t in texts) * 0.56 * SMALL + 2.6 * SMALL
@@ -664,7 +670,7 @@ def _lines(
         notes.append(f"{missing} point{'s' * (missing > 1)} with no {_symbol(x)} left out")
         frame, xs = frame.loc[~np.isnan(xs)], xs[~np.isnan(xs)]
     ax = fig.add_subplot()
-    _style(ax)
+    style_axes(ax)
     ys = frame[value].to_numpy(dtype=float, na_value=np.nan)
     style = {"marker": "o", "markersize": 3, "linewidth": 1.0}
     if lines is None:
@@ -690,7 +696,7 @@ def _lines(
     ax.set_ylabel(label(value))
     ax.grid(True, which="major", linewidth=0.4, alpha=0.35)
     if lines is not None:
-        _legend(fig, ax, fig.get_figwidth())
+        legend_below(fig, ax, fig.get_figwidth())
     return notes
 
 
@@ -745,7 +751,7 @@ def surface_figure(
 ) -> Figure:
     """The figure :func:`plot_surface` saves (same arguments but ``out``), drawn but not saved."""
     mode = _check_mode(rows, cols, x, lines, log_x, log_y)
-    fig = _figure(width, 0.8 * width)
+    fig = new_figure(width, 0.8 * width)
     if mode == "heatmap":
         frame = select_cells(surface, {"--rows": rows, "--cols": cols}, value, where)
         shown = (rows, cols)
@@ -765,7 +771,7 @@ def surface_figure(
         return fig
     notes = _lines(fig, frame, value, x, lines, log_x, log_y)
     fig.suptitle("\n".join([title, *(f"({note})" for note in notes)]), fontsize=FONT)
-    _hide_overlapping_ticklabels(fig, fig.axes[0])
+    hide_overlapping_ticklabels(fig, fig.axes[0])
     return fig
 
 
@@ -835,72 +841,14 @@ def plot_surface(
     return save_figure(fig, path)
 
 
-# --- the planner's frontier -------------------------------------------------------------
+def check_image_path(out: str | pathlib.Path) -> pathlib.Path:
+    """``out`` as a path, if matplotlib can write its suffix (else :class:`SweepError`)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-
-def plan_phrases(spec: Any) -> list[str]:
-    """Mathtext phrases for a planning scenario's settings (a :class:`PlanSpec`)."""
-    phrases = [f"{SYMBOLS['alpha']} = {spec.alpha:g}"]
-    phrases += _rate_phrases({"rho": spec.rho, "eta": spec.eta}, known=spec.n_rho_eta == "known")
-    if spec.n_rho_eta == "shared":
-        phrases.append(r"$N_{\rho\eta} = N_\Phi$")
-    elif spec.n_rho_eta != "known":
-        phrases.append(f"{SYMBOLS['n_rho_eta']} = {format_size(spec.n_rho_eta)}")
-    phrases += [f"{SYMBOLS['gamma']} = {spec.gamma:g}", f"power {spec.power:g}"]
-    phrases.append(f"cost {spec.cost_human:g} per human, {spec.cost_metric:g} per metric rating")
-    if spec.budget is not None:
-        phrases.append(f"budget {spec.budget:,.0f}")
-    return phrases
-
-
-def frontier_figure(result: Plan, width: float = COLUMN_WIDTH) -> Figure:
-    """The frontier of a target plan: least N_Φ against N_M (log), humans alone, the plan.
-
-    Horizontal lines mark N_Φ with human ratings alone (N_M = 0) and with
-    unlimited metric ratings; a star marks the plan. Titled with the target
-    and the scenario (:func:`plan_phrases`), legend below the axes.
-    """
-    from matplotlib.ticker import FuncFormatter
-
-    spec = result.spec
-    fig = _figure(width, 0.85 * width)
-    ax = fig.add_subplot()
-    _style(ax)
-    pts = [pt for pt in result.frontier if pt.n_m > 0]
-    target = rf"$\varepsilon \leq {spec.eps:g}$"
-    ax.plot(
-        [pt.n_m for pt in pts],
-        [pt.n_phi for pt in pts],
-        marker="o",
-        markersize=3,
-        linewidth=1.0,
-        color="C0",
-        label=r"least $N_\Phi$ for " + target,
-    )
-    if result.n_phi_alone is not None:
-        alone = "human ratings alone" + (" (the plan)" if result.n_m == 0 else "")
-        ax.axhline(result.n_phi_alone, ls="--", lw=0.9, color="0.45", label=alone)
-    if result.n_phi_unlimited is not None:
-        ax.axhline(result.n_phi_unlimited, ls=":", lw=1.0, color="0.45", label="unlimited $N_M$")
-    if result.n_m > 0:
-        ax.plot(
-            [result.n_m],
-            [result.n_phi],
-            marker="*",
-            markersize=9,
-            color="C3",
-            ls="none",
-            label=f"plan: cost {result.cost:,.0f}",
-        )
-    ax.set_xscale("log")
-    xs = [pt.n_m for pt in pts] + ([result.n_m] if result.n_m > 0 else [])
-    if xs:
-        _log_ticks(ax.xaxis, min(xs), max(xs), "n_m")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick_number("n_phi", v)))
-    ax.set_xlabel(label("n_m"))
-    ax.set_ylabel(label("n_phi"))
-    ax.grid(True, which="major", linewidth=0.4, alpha=0.35)
-    fig.suptitle(wrap_phrases(target, plan_phrases(spec), width), fontsize=FONT)
-    _legend(fig, ax, width)
-    _hide_overlapping_ticklabels(fig, ax)
-    return fig
+    path = pathlib.Path(out)
+    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in supported:
+        allowed = ", ".join(sorted(supported))
+        raise SweepError(f"-o: {str(path)!r} has no supported image suffix; allowed: {allowed}")
+    return path

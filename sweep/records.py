@@ -22,8 +22,8 @@ def provenance(script: str, argv: list[str]) -> dict:
     import jax
     import numpyro
 
-    from binmetric_sweep.sweep import __version__
     from binmetric_sweep.sweep.shards import device_name
+    from binmetric_sweep.sweep.version import __version__
 
     return {
         "device": device_name(),

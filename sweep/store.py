@@ -30,10 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from binmetric_sweep.sweep import NUMBERS_VERSION, __version__
 from binmetric_sweep.sweep.config import SweepSpec, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.shards import ShardResult
+from binmetric_sweep.sweep.version import NUMBERS_VERSION, __version__
 
 __all__ = ["TABLES", "ShardState", "Store", "open_store", "read_manifest"]
 

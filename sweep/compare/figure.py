@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from binmetric_sweep.sweep.errors import SweepError, shown
-from binmetric_sweep.sweep.plots import DPI, FONT, SMALL, SYMBOLS, save_figure
+from binmetric_sweep.sweep.plots import DPI, FONT, SMALL, SYMBOLS, check_image_path, save_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -549,8 +549,6 @@ def plot_comparison(
     suffixes); the file is saved uncropped, so it is exactly the figure's
     width, and its directory is created when missing.
     """
-    from binmetric_sweep.sweep.plan.report import check_image_path
-
     path = check_image_path(out)
     fig = comparison_figure(systems, pairs, settings)
     path.parent.mkdir(parents=True, exist_ok=True)

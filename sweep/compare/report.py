@@ -194,7 +194,7 @@ def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> lis
     """
     directory = check_out_dir(out)
     directory.mkdir(parents=True, exist_ok=True)
-    from binmetric_sweep.sweep import __version__
+    from binmetric_sweep.sweep.version import __version__
 
     meta = {
         META_PREFIX + "settings": json.dumps(result.settings),

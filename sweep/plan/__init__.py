@@ -60,16 +60,10 @@ at α give the type-I error rate. ε is the target (budget mode: the plan's ε).
 """
 
 from binmetric_sweep.sweep.plan.exact import exact_eps
+from binmetric_sweep.sweep.plan.figure import plot_frontier
 from binmetric_sweep.sweep.plan.planner import plan, plan_grid
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, relaxed_sd, solve_relaxed
-from binmetric_sweep.sweep.plan.report import (
-    FrontierPoint,
-    Plan,
-    check_image_path,
-    plan_table,
-    plans_json,
-    plot_frontier,
-)
+from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan, plan_table, plans_json
 from binmetric_sweep.sweep.plan.simulate import simulate_tests
 from binmetric_sweep.sweep.plan.spec import UNLIMITED, PlanSpec, Problems, load_plan_grid, problems
 
@@ -90,6 +84,5 @@ __all__ = [
     "load_plan_grid",
     "plan_table",
     "plans_json",
-    "check_image_path",
     "plot_frontier",
 ]

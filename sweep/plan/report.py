@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-import pathlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
 
-from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.plan.spec import PlanSpec
 
 
@@ -187,33 +185,3 @@ def plan_table(plans: Sequence[Plan]) -> str:
 def plans_json(plans: Sequence[Plan]) -> str:
     """One JSON object per line."""
     return "\n".join(json.dumps(pl.as_dict(), ensure_ascii=False) for pl in plans)
-
-
-def check_image_path(out: str | pathlib.Path) -> pathlib.Path:
-    """``out`` as a path, if matplotlib can write its suffix (else :class:`SweepError`)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    path = pathlib.Path(out)
-    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
-    if path.suffix.lstrip(".").lower() not in supported:
-        allowed = ", ".join(sorted(supported))
-        raise SweepError(f"-o: {str(path)!r} has no supported image suffix; allowed: {allowed}")
-    return path
-
-
-def plot_frontier(result: Plan, out: str | pathlib.Path) -> pathlib.Path:
-    """Draw the frontier (least N_Φ against N_M), the plan and humans alone; returns the path.
-
-    One paper column wide, titled with the target and the scenario, saved
-    uncropped (:func:`binmetric_sweep.sweep.plots.frontier_figure`,
-    :func:`~binmetric_sweep.sweep.plots.save_figure`); the directory is created
-    if missing.
-    """
-    from binmetric_sweep.sweep.plots import frontier_figure, save_figure
-
-    if not result.frontier:
-        raise SweepError("-o: there is no frontier to draw (it needs a target --eps)")
-    path = check_image_path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return save_figure(frontier_figure(result), path)

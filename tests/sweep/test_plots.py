@@ -12,14 +12,14 @@ from matplotlib.colors import LogNorm
 
 from binmetric_sweep import sweep
 from binmetric_sweep.sweep.plan import PlanSpec
-from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan, plot_frontier
+from binmetric_sweep.sweep.plan.figure import frontier_figure, plot_frontier
+from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan
 from binmetric_sweep.sweep.plots import (
     COLUMN_WIDTH,
     DPI,
     cell_format,
     colour_scale,
     format_size,
-    frontier_figure,
     label,
     plot_surface,
     surface_figure,

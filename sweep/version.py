@@ -1,0 +1,16 @@
+"""The package's version, and the version of the numbers and columns it writes.
+
+Its own module, below everything else in :mod:`binmetric_sweep.sweep`, so that the
+writers (the store, the records, the CLI) read it without importing the package's
+``__init__``.
+"""
+
+__all__ = ["NUMBERS_VERSION", "__version__"]
+
+__version__ = "0.34.0"
+#: The version that last changed a fit's numbers (its kernels or chunking) or
+#: the columns of the tables written (0.34.0: the surface's coverage interval).
+#: A sweep directory resumes under any version with the same one, so its shards
+#: share one set of numbers and one schema; one written before 0.17.0 counts its
+#: own version as its numbers'.
+NUMBERS_VERSION = "0.34.0"
