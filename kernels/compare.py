@@ -36,7 +36,7 @@ import numpy as np
 from jax.scipy.special import xlog1py, xlogy
 
 from binmetric_sweep.kernels.counts import Counts
-from binmetric_sweep.kernels.quadrature import normal_rule
+from binmetric_sweep.kernels.panels import normal_rule
 
 Array = jax.Array
 

@@ -43,12 +43,12 @@ import numpy as np
 
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.logdensity import grid_logdensity, logdensity
+from binmetric_sweep.kernels.panels import normal_rule
 from binmetric_sweep.kernels.quadrature import (
     PosteriorSummary,
     QuadratureRule,
     hermite_t_allows,
     log_segment_integral,
-    normal_rule,
     summaries_agree,
 )
 from binmetric_sweep.kernels.ridge import ridge_grid_logdensity, ridge_logdensity, ridge_position

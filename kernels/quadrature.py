@@ -56,7 +56,6 @@ float64 (``jax_enable_x64``): this is the yardstick.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import NamedTuple
 
 import jax
@@ -64,7 +63,29 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlog1py, xlogy
 
+from binmetric_sweep.kernels.betas import (
+    alpha_given_rate,
+    beta_from_moments,
+    beta_moments,
+    log_beta_kernel,
+    log_beta_slope,
+    logit_beta_kernel,
+    paired_betas,
+    paired_moments,
+)
 from binmetric_sweep.kernels.counts import Counts
+from binmetric_sweep.kernels.panels import (
+    Panels,
+    exp_series_integral,
+    gauss_legendre,
+    gauss_panels,
+    legendre_antiderivative,
+    legendre_polynomials,
+    lse,
+    normal_rule,
+    sinh_panels,
+    to_logit,
+)
 from binmetric_sweep.kernels.roots import bracketed_newton, in_open_bracket_or_still
 
 Array = jax.Array
@@ -83,7 +104,6 @@ __all__ = [
     "hermite_t_allows",
     "hermite_t_summary",
     "logit_hermite_rule",
-    "normal_rule",
     "summaries_agree",
 ]
 
@@ -163,68 +183,6 @@ def model_kind(n_m, rho_eta_known) -> np.ndarray:
     return np.where(n_m == 0, 0, np.where(np.asarray(rho_eta_known, bool), 1, 2))
 
 
-@cache
-def _gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Nodes y, weights w on [−1, 1], and P_j(y_i) for j = 0..n as an (n+1, n) table.
-
-    NumPy's rule: nodes the eigenvalues of the symmetric tridiagonal Jacobi
-    matrix (Golub & Welsch 1969), polished by a Newton step.
-    """
-    y, w = np.polynomial.legendre.leggauss(n)
-    table = np.stack([np.polynomial.legendre.Legendre.basis(j)(y) for j in range(n + 1)])
-    return y, w, table
-
-
-@cache
-def normal_rule(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes z and log weights of the n-point Gauss–Hermite rule for the standard normal.
-
-    From NumPy's physicists' rule (nodes by Golub & Welsch 1969, as
-    :func:`_gauss_legendre`), scaled to the weight φ(z).
-    """
-    y, w = np.polynomial.hermite.hermgauss(n)
-    return np.sqrt(2.0) * y, np.log(w / np.sqrt(np.pi))
-
-
-def _beta_moments(a: Array, b: Array) -> tuple[Array, Array]:
-    total = a + b
-    return a / total, jnp.sqrt(a * b / (total * total * (total + 1.0)))
-
-
-def _logit(x):
-    return jnp.log(x) - jnp.log1p(-x)
-
-
-def _lse(log_values: Array) -> Array:
-    """log Σ exp over every element; −inf (not NaN) when all are −inf."""
-    top = jnp.max(log_values)
-    top = jnp.where(jnp.isfinite(top), top, 0.0)
-    return top + jnp.log(jnp.sum(jnp.exp(log_values - top)))
-
-
-class _Panels(NamedTuple):
-    """A composite rule: P panels of n Gauss–Legendre nodes in v.
-
-    u = c + h·sinh(v) with the sinh map, u = v without; x = sigmoid(u) on the
-    logit scale, x = u otherwise.
-    """
-
-    x: Array  # (P, n) nodes
-    log_w: Array  # (P, n) log of w_i·dv/dy·du/dv·dx/du; −inf on empty panels
-    left: Array  # (P,) panel start in v
-    right: Array  # (P,) panel end in v
-    centre: Array  # (P,) c of the sinh map (unused without it)
-    scale: Array  # (P,) h of the sinh map (unused without it)
-    sinh: bool
-    logit: bool
-
-    def position(self, panel: Array, y: Array) -> Array:
-        """x at y ∈ [−1, 1] of panel ``panel``."""
-        v = 0.5 * (self.left[panel] * (1.0 - y) + self.right[panel] * (1.0 + y))
-        u = self.centre[panel] + self.scale[panel] * jnp.sinh(v) if self.sinh else v
-        return jax.nn.sigmoid(u) if self.logit else u
-
-
 #: Multiples of the scale at which a window's edge is probed: finely up to 16
 #: (a Gaussian falls by 30 at 7.7 scales), then by doubling. Every rung is one
 #: more evaluation of the log-integrand (the s rule, at every t node, had a
@@ -239,9 +197,6 @@ _LADDER = np.array([2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0])
 _SHOULDER = 4.0
 #: Nodes of the s rule that is exact for few paired ratings (``exact_paired``).
 EXACT_PAIRED_NODES = 8
-#: Logit windows stop at |u| = 36 (x within 2.3e-16 of a bound, where 1 − x is
-#: still representable): no posterior with sample sizes below 10^14 has mass beyond.
-_LOGIT_EDGE = 36.0
 
 
 def _window_edges(log_f, centre, scale, lo, hi, drops):
@@ -297,37 +252,9 @@ def _tangent_window(log_f, slope_fn, centre, scale, lo, hi, drop):
     return centre + sign * distance
 
 
-def _to_logit(lo, hi, centre, scale, breaks):
-    """Carry a placement on the probability scale over to u = logit(x)."""
-    edge = 1.0 / (1.0 + np.exp(_LOGIT_EDGE))
-    c = jnp.clip(centre, edge, 1.0 - edge)
-    scale = scale / (c * (1.0 - c))
-    lo = jnp.maximum(_logit(jnp.maximum(lo, edge)), -_LOGIT_EDGE)
-    hi = jnp.minimum(_logit(jnp.minimum(hi, 1.0 - edge)), _LOGIT_EDGE)
-    return lo, hi, _logit(c), scale, tuple(_logit(jnp.clip(b, edge, 1.0 - edge)) for b in breaks)
-
-
-def _gauss_panels(left, right, n, logit, centre=None, scale=None) -> _Panels:
-    """Gauss–Legendre panels on [left_p, right_p] in v, optionally sinh-mapped."""
-    y, w, _ = _gauss_legendre(n)
-    half = 0.5 * (right - left)
-    v = 0.5 * (left + right)[:, None] + half[:, None] * y
-    log_w = jnp.log(jnp.maximum(half[:, None] * w, 0.0))
-    sinh = centre is not None
-    if sinh:
-        u = centre[:, None] + scale[:, None] * jnp.sinh(v)
-        log_w = log_w + jnp.log(scale[:, None] * jnp.cosh(v))
-    else:
-        u, centre, scale = v, left, jnp.ones_like(left)
-    if logit:
-        log_w = log_w + jax.nn.log_sigmoid(u) + jax.nn.log_sigmoid(-u)
-        u = jax.nn.sigmoid(u)
-    return _Panels(u, log_w, left, right, centre, scale, sinh, logit)
-
-
 def _probed_panels(
     log_f, lo, hi, centre, scale, breaks, n, drop, logit=False, shoulder=None
-) -> _Panels:
+) -> Panels:
     """Gauss–Legendre panels around the mode of a peaked log-integrand ``log_f`` on [lo, hi].
 
     The window runs, on either side of ``centre`` (the mode), to where
@@ -350,64 +277,7 @@ def _probed_panels(
         # a ≤ centre ≤ b already; XLA's sort of a few elements per lane is slow
         # (12 % of the nested rule's time when the s rule sorted its three).
         edges = jnp.sort(edges)
-    return _gauss_panels(edges[:-1], edges[1:], n, logit)
-
-
-def _sinh_panels(lo, hi, centre, scale, breaks, n, width, logit=False) -> _Panels:
-    """Gauss–Legendre panels under the map u = c + h·sinh(v), for a rough placement.
-
-    Used where only an approximate centre c and scale h are known: the window
-    is c ± width·h clipped to [lo, hi], split at ``breaks`` (kinks of the
-    integrand); the map packs nodes near c and spaces them logarithmically
-    further out, so a misjudged scale costs accuracy gradually, not at once.
-    With ``logit`` the placement is on the probability scale of a variable in
-    [0, 1] and the rule is built in u = logit(x), where Beta-like factors are
-    smooth bells and near-bound behaviour becomes exponential tails.
-    """
-    if logit:
-        lo, hi, centre, scale, breaks = _to_logit(lo, hi, centre, scale, breaks)
-    a = jnp.maximum(lo, centre - width * scale)
-    b = jnp.minimum(hi, centre + width * scale)
-    missed = a >= b
-    a, b = jnp.where(missed, lo, a), jnp.where(missed, hi, b)
-    edges = jnp.sort(jnp.stack([a, *[jnp.clip(x, a, b) for x in breaks], b]))
-    c = jnp.clip(centre, edges[:-1], edges[1:])
-    h = jnp.broadcast_to(scale, c.shape)
-    left, right = jnp.arcsinh((edges[:-1] - c) / h), jnp.arcsinh((edges[1:] - c) / h)
-    return _gauss_panels(left, right, n, logit, c, h)
-
-
-def _log_beta_kernel(v, one_minus_v, a, b):
-    return xlogy(a - 1.0, v) + xlogy(b - 1.0, one_minus_v)
-
-
-def _log_beta_slope(v, one_minus_v, a, b):
-    """First and second derivatives in v of (a − 1)·log v + (b − 1)·log(1 − v)."""
-    up = jnp.where(a > 1.0, (a - 1.0) / v, 0.0)
-    down = jnp.where(b > 1.0, (b - 1.0) / one_minus_v, 0.0)
-    return up - down, -up / v - down / one_minus_v
-
-
-def _logit_beta_kernel(a, b):
-    """log of x^a (1 − x)^b as a function of u = logit(x), with its mode and scale.
-
-    This is a Beta(a, b) kernel with the logit Jacobian: mode x* = a/(a + b),
-    curvature (a + b)·x*(1 − x*) in u; the scale is returned on the x scale.
-    """
-    mode = a / (a + b)
-    scale = jnp.sqrt(mode * (1.0 - mode) / (a + b))
-
-    def log_f(u):
-        return a * jax.nn.log_sigmoid(u) + b * jax.nn.log_sigmoid(-u)
-
-    return log_f, mode, scale
-
-
-def _beta_from_moments(mean, sd):
-    """Beta(a, b) with the given mean and SD, flattened to a, b ≥ 1 when too wide."""
-    mean = jnp.clip(mean, 1e-300, 1.0 - 1e-16)
-    total = jnp.maximum(mean * (1.0 - mean) / jnp.maximum(sd * sd, 1e-300) - 1.0, 0.0)
-    return jnp.maximum(mean * total, 1.0), jnp.maximum((1.0 - mean) * total, 1.0)
+    return gauss_panels(edges[:-1], edges[1:], n, logit)
 
 
 def _log_concave_peak(slope_fn, lo, hi, start, iterations: int = 32):
@@ -434,16 +304,6 @@ def _log_concave_peak(slope_fn, lo, hi, start, iterations: int = 32):
     g, h = slope_fn(jnp.clip(x, lo + eps, hi - eps))
     scale = 1.0 / jnp.sqrt(jnp.maximum(-h, 0.0) + g * g)
     return x, jnp.minimum(scale, span)
-
-
-def _paired_betas(counts: Counts):
-    """Beta posterior parameters (a_ρ, b_ρ, a_η, b_η) from the paired counts."""
-    return (
-        counts.n_tp + 1.0,
-        counts.n_pos_paired - counts.n_tp + 1.0,
-        counts.n_tn + 1.0,
-        counts.n_neg_paired - counts.n_tn + 1.0,
-    )
 
 
 def paired_rule_is_exact(counts: Counts):
@@ -483,7 +343,7 @@ def log_segment_integral(
     one panel of :data:`EXACT_PAIRED_NODES` over the whole s-interval, exact,
     with no search for the peak or the window.
     """
-    a_r, b_r, a_e, b_e = _paired_betas(counts)
+    a_r, b_r, a_e, b_e = paired_betas(counts)
     beta = 1.0 - alpha
     # ρ = t + βs and η = 1 − t + αs stay inside [0, 1] for s in [s_lo, s_hi].
     s_lo = jnp.maximum(-t / beta, (t - 1.0) / alpha)
@@ -491,13 +351,11 @@ def log_segment_integral(
 
     def log_f(s):
         rho, one_m_rho, eta, one_m_eta = _segment_rates(alpha, t, s)
-        return _log_beta_kernel(rho, one_m_rho, a_r, b_r) + _log_beta_kernel(
-            eta, one_m_eta, a_e, b_e
-        )
+        return log_beta_kernel(rho, one_m_rho, a_r, b_r) + log_beta_kernel(eta, one_m_eta, a_e, b_e)
 
     def slope(s):
-        gr, hr = _log_beta_slope(t + beta * s, 1.0 - t - beta * s, a_r, b_r)
-        ge, he = _log_beta_slope(1.0 - t + alpha * s, t - alpha * s, a_e, b_e)
+        gr, hr = log_beta_slope(t + beta * s, 1.0 - t - beta * s, a_r, b_r)
+        ge, he = log_beta_slope(1.0 - t + alpha * s, t - alpha * s, a_e, b_e)
         return beta * gr + alpha * ge, beta**2 * hr + alpha**2 * he
 
     # At t = 0 or 1 (to rounding) the segment is a point: no mass.
@@ -506,15 +364,15 @@ def log_segment_integral(
     if exact_paired:
         return jnp.where(empty, -jnp.inf, _log_exact_segment(alpha, t, s_lo, s_hi, counts))
     # Start from the precision-weighted centre of the two factors in s.
-    mean_r, sd_r = _beta_moments(a_r, b_r)
-    mean_e, sd_e = _beta_moments(a_e, b_e)
+    mean_r, sd_r = beta_moments(a_r, b_r)
+    mean_e, sd_e = beta_moments(a_e, b_e)
     w_r, w_e = (beta / sd_r) ** 2, (alpha / sd_e) ** 2
     start = (w_r * (mean_r - t) / beta + w_e * (mean_e - 1.0 + t) / alpha) / (w_r + w_e)
     centre, scale = _log_concave_peak(slope, s_lo, s_hi, start)
     # The s-integrand is a product of powers of linear functions: log-concave.
     a, b = _tangent_window(log_f, slope, centre, scale, s_lo, s_hi, rule.drop)
-    p = _gauss_panels(jnp.stack([a, centre]), jnp.stack([centre, b]), rule.s_nodes, False)
-    return jnp.where(empty, -jnp.inf, _lse(p.log_w + log_f(p.x)))
+    p = gauss_panels(jnp.stack([a, centre]), jnp.stack([centre, b]), rule.s_nodes, False)
+    return jnp.where(empty, -jnp.inf, lse(p.log_w + log_f(p.x)))
 
 
 #: Binary digits of the paired counts that the exact s rule raises to a power:
@@ -575,9 +433,9 @@ def logit_hermite_rule(centre, scale, n: int) -> tuple[Array, Array]:
 
 def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=False) -> Array:
     """log Λ(α) for unknown ρ, η: a t rule (up to 6 panels) over :func:`log_segment_integral`."""
-    a_r, b_r, a_e, b_e = _paired_betas(counts)
-    mean_r, sd_r = _beta_moments(a_r, b_r)
-    mean_e, sd_e = _beta_moments(a_e, b_e)
+    a_r, b_r, a_e, b_e = paired_betas(counts)
+    mean_r, sd_r = beta_moments(a_r, b_r)
+    mean_e, sd_e = beta_moments(a_e, b_e)
     m, n = counts.m_pos, counts.n_m
     beta = 1.0 - alpha
 
@@ -585,9 +443,9 @@ def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=F
     # Beta matched to the moments of p = αρ + (1 − α)(1 − η).
     mean_q = alpha * mean_r + beta * (1.0 - mean_e)
     sd_q = jnp.sqrt((alpha * sd_r) ** 2 + (beta * sd_e) ** 2)
-    a_q, b_q = _beta_from_moments(mean_q, sd_q)
-    log_f, mode, scale = _logit_beta_kernel(m + a_q, n - m + b_q)
-    lo, hi, centre, scale, breaks = _to_logit(0.0, 1.0, mode, scale, (alpha, beta))
+    a_q, b_q = beta_from_moments(mean_q, sd_q)
+    log_f, mode, scale = logit_beta_kernel(m + a_q, n - m + b_q)
+    lo, hi, centre, scale, breaks = to_logit(0.0, 1.0, mode, scale, (alpha, beta))
     if rule.t_hermite:
         t, log_w = logit_hermite_rule(centre, scale, rule.t_hermite)
     else:
@@ -597,7 +455,7 @@ def _log_lambda_full(alpha, counts: Counts, rule: QuadratureRule, exact_paired=F
         t, log_w = p.x.reshape(-1), p.log_w.reshape(-1)
     log_l = xlogy(m, t) + xlog1py(n - m, -t)
     log_inner = jax.vmap(lambda t: log_segment_integral(alpha, t, counts, rule, exact_paired))
-    return _lse(log_w + log_l + log_inner(t))
+    return lse(log_w + log_l + log_inner(t))
 
 
 def _log_lambda_known(alpha, counts: Counts) -> Array:
@@ -614,7 +472,7 @@ def alpha_log_marginal(
 
     ``exact_paired``: see :func:`posterior_summary`.
     """
-    log_prior = _log_beta_kernel(
+    log_prior = log_beta_kernel(
         alpha, 1.0 - alpha, counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
     )
     if kind == "beta":
@@ -630,78 +488,24 @@ def _alpha_placement(counts: Counts, kind: str):
     """(centre, scale, breaks) that place the α rule.
 
     The human ratings' Beta(n₊ + 1, N_Φ − n₊ + 1) kernel times a Beta matched
-    to what the metric alone says of α (:func:`_alpha_given_rate`, with the
+    to what the metric alone says of α (:func:`alpha_given_rate`, with the
     rate and its spread from the metric's own Beta(m₊ + 1, N_M − m₊ + 1)).
     Break points at α = p̂ and 1 − p̂, where π(α) can have kinks (see the
     module docstring).
     """
     a_a, b_a = counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
     if kind == "beta":
-        _, centre, scale = _logit_beta_kernel(a_a, b_a)
+        _, centre, scale = logit_beta_kernel(a_a, b_a)
         return centre, scale, ()
     m, n = counts.m_pos, counts.n_m
-    mean_l, sd_l = _beta_moments(m + 1.0, n - m + 1.0)
+    mean_l, sd_l = beta_moments(m + 1.0, n - m + 1.0)
     if kind == "known":
         paired = (counts.rho, counts.eta, 0.0, 0.0)
     else:
-        paired = _paired_moments(counts)
-    centre, scale = _alpha_given_rate(counts, mean_l, sd_l**2, *paired)
+        paired = paired_moments(counts)
+    centre, scale = alpha_given_rate(counts, mean_l, sd_l**2, *paired)
     breaks = (mean_l, 1.0 - mean_l) if kind == "full" else ()
     return centre, scale, breaks
-
-
-def _paired_moments(counts: Counts):
-    """Posterior means and variances (E ρ, E η, Var ρ, Var η) from the paired counts."""
-    a_r, b_r, a_e, b_e = _paired_betas(counts)
-    mean_r, sd_r = _beta_moments(a_r, b_r)
-    mean_e, sd_e = _beta_moments(a_e, b_e)
-    return mean_r, mean_e, sd_r**2, sd_e**2
-
-
-def _alpha_given_rate(counts: Counts, rate, rate_var, mean_r, mean_e, var_r, var_e):
-    """Logit-scale centre and (probability-scale) scale of α given a metric rate p.
-
-    p ≈ α·E ρ + (1 − α)(1 − E η) solved for α, with the spread of p
-    (``rate_var``), ρ and η propagated, matched to a Beta; times the human
-    ratings' Beta(n₊ + 1, N_Φ − n₊ + 1) kernel, a Beta kernel, whose
-    logit-scale mode and curvature are returned.
-    """
-    a_a, b_a = counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
-    slope = mean_r + mean_e - 1.0
-    safe_slope = jnp.where(jnp.abs(slope) > 1e-12, slope, 1e-12)
-    alpha_m = jnp.clip((rate - 1.0 + mean_e) / safe_slope, 0.0, 1.0)
-    spread = alpha_m**2 * var_r + (1.0 - alpha_m) ** 2 * var_e
-    a_m, b_m = _beta_from_moments(alpha_m, jnp.sqrt(rate_var + spread) / jnp.abs(safe_slope))
-    _, centre, scale = _logit_beta_kernel(a_a + a_m - 1.0, b_a + b_m - 1.0)
-    return centre, scale
-
-
-def _legendre_polynomials(y: Array, degree: int) -> list[Array]:
-    """[P_0(y), …, P_degree(y)] by the three-term recurrence, for ``y`` of any shape."""
-    values = [jnp.ones_like(y), y]
-    for j in range(1, degree):
-        values.append(((2 * j + 1) * y * values[j] - j * values[j - 1]) / (j + 1))
-    return values[: degree + 1]
-
-
-def _legendre_antiderivative(coeffs: Array, y: Array) -> Array:
-    """∫_{−1}^{y} Σ_j c_j P_j, for coefficients ``(n,)`` and a scalar y."""
-    n = coeffs.shape[0]
-    legendre = _legendre_polynomials(y, n)
-    total = coeffs[0] * (y + 1.0)
-    for j in range(1, n):
-        total += coeffs[j] * (legendre[j + 1] - legendre[j - 1]) / (2 * j + 1)
-    return total
-
-
-def _exp_series_integral(coeffs: Array, y: Array) -> Array:
-    """∫_{−1}^{y} exp(Σ_j c_j P_j), by an n-node Gauss–Legendre rule on [−1, y] (scalar y)."""
-    n = coeffs.shape[0]
-    nodes, w, _ = _gauss_legendre(n)
-    half = 0.5 * (y + 1.0)
-    legendre = _legendre_polynomials(-1.0 + half * (nodes + 1.0), n - 1)
-    log_values = sum(c * p for c, p in zip(coeffs, legendre, strict=True))
-    return half * jnp.sum(w * jnp.exp(log_values))
 
 
 #: Safeguarded Newton steps of :func:`_quantile` (bisection where Newton leaves
@@ -712,7 +516,7 @@ def _exp_series_integral(coeffs: Array, y: Array) -> Array:
 _PANEL_QUANTILE_STEPS = 16
 
 
-def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
+def _quantile(panels: Panels, log_density: Array, q: Array, n: int) -> Array:
     """The q-quantile from log panel values ``log_density`` (P, n) of π(x)·dx/dy, normalised.
 
     Within the panel that holds it, the quantile inverts the CDF of the
@@ -724,7 +528,7 @@ def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
     CDF is inverted by Newton's method (its derivative is the interpolant)
     within a bracket, from where a flat density would put the quantile.
     """
-    y, w, table = _gauss_legendre(n)
+    y, w, table = gauss_legendre(n)
     scale = (2.0 * np.arange(n) + 1.0) / 2.0
     density = jnp.exp(log_density)
     mass = jnp.sum(density * w, axis=1)
@@ -741,11 +545,11 @@ def _quantile(panels: _Panels, log_density: Array, q: Array, n: int) -> Array:
 
     def excess(b):
         """F(b) − target within the panel, and its derivative, the density at b."""
-        legendre = _legendre_polynomials(b, n - 1)
+        legendre = legendre_polynomials(b, n - 1)
         log_value = sum(c * p for c, p in zip(log_coeffs, legendre, strict=True))
         value = sum(c * p for c, p in zip(coeffs, legendre, strict=True))
         cdf = jnp.where(
-            smooth, _exp_series_integral(log_coeffs, b), _legendre_antiderivative(coeffs, b)
+            smooth, exp_series_integral(log_coeffs, b), legendre_antiderivative(coeffs, b)
         )
         return cdf - target, jnp.where(smooth, jnp.exp(log_value), value)
 
@@ -779,26 +583,26 @@ def posterior_summary(
         raise ValueError(f"kind must be one of {MODEL_KINDS}, got {kind!r}")
     centre, scale, breaks = _alpha_placement(counts, kind)
     if kind == "full":
-        panels = _sinh_panels(0.0, 1.0, centre, scale, breaks, rule.alpha_nodes, rule.width, True)
+        panels = sinh_panels(0.0, 1.0, centre, scale, breaks, rule.alpha_nodes, rule.width, True)
     else:
         # The exact log-marginal is cheap here: probe it for the window.
         def log_f(u):
             x = jax.nn.sigmoid(u)
             return alpha_log_marginal(x, counts, kind, rule) + jnp.log(x) + jnp.log1p(-x)
 
-        lo, hi, centre, scale, _ = _to_logit(0.0, 1.0, centre, scale, ())
+        lo, hi, centre, scale, _ = to_logit(0.0, 1.0, centre, scale, ())
         # The stand-in's mode may sit off the exact one; the window is still
         # right because it is probed on the exact log-marginal, both ways.
         panels = _probed_panels(
             log_f, lo, hi, centre, scale, (), rule.alpha_nodes, rule.drop, True, _SHOULDER
         )
     log_post = alpha_log_marginal(panels.x, counts, kind, rule, exact_paired) + panels.log_w
-    log_total = _lse(log_post)
+    log_total = lse(log_post)
     weights = jnp.exp(log_post - log_total)
     mean = jnp.sum(weights * panels.x)
     sd = jnp.sqrt(jnp.sum(weights * (panels.x - mean) ** 2))
     # log of density·dx/dy in each panel, normalised: the weights divided by w_i.
-    _, w, _ = _gauss_legendre(rule.alpha_nodes)
+    _, w, _ = gauss_legendre(rule.alpha_nodes)
     log_density = log_post - log_total - jnp.log(w)
     tail = 0.5 * (1.0 - level)
     ends = (tail, 1.0 - tail)

@@ -44,22 +44,26 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlog1py, xlogy
 
+from binmetric_sweep.kernels.betas import (
+    alpha_given_rate,
+    beta_from_moments,
+    beta_moments,
+    log_beta_kernel,
+    logit_beta_kernel,
+    paired_moments,
+)
 from binmetric_sweep.kernels.counts import Counts
+from binmetric_sweep.kernels.panels import (
+    gauss_legendre,
+    legendre_antiderivative,
+    legendre_polynomials,
+    lse,
+    sinh_panels,
+    to_logit,
+)
 from binmetric_sweep.kernels.quadrature import (
     PosteriorSummary,
     QuadratureRule,
-    _alpha_given_rate,
-    _beta_from_moments,
-    _beta_moments,
-    _gauss_legendre,
-    _legendre_antiderivative,
-    _legendre_polynomials,
-    _log_beta_kernel,
-    _logit_beta_kernel,
-    _lse,
-    _paired_moments,
-    _sinh_panels,
-    _to_logit,
     log_segment_integral,
     logit_hermite_rule,
     summaries_agree,
@@ -112,8 +116,8 @@ def _t_rule(counts: Counts, n: int) -> tuple[Array, Array]:
     times a Beta matched to the mean and variance of p = α(ρ + η − 1) + 1 − η
     under the three independent Beta posteriors, in logit t.
     """
-    mean_r, mean_e, var_r, var_e = _paired_moments(counts)
-    mean_a, sd_a = _beta_moments(counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0)
+    mean_r, mean_e, var_r, var_e = paired_moments(counts)
+    mean_a, sd_a = beta_moments(counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0)
     # p = αY + Z with Y = ρ + η − 1 and Z = 1 − η (Y and Z share η).
     mean_y, mean_z = mean_r + mean_e - 1.0, 1.0 - mean_e
     square_y = var_r + var_e + mean_y**2
@@ -121,10 +125,10 @@ def _t_rule(counts: Counts, n: int) -> tuple[Array, Array]:
     cross = mean_r * mean_z - square_z  # E[YZ] = E ρ·E Z − E[Z²]
     mean_p = mean_a * mean_y + mean_z
     var_p = (sd_a**2 + mean_a**2) * square_y + 2.0 * mean_a * cross + square_z - mean_p**2
-    a_p, b_p = _beta_from_moments(mean_p, jnp.sqrt(jnp.maximum(var_p, 0.0)))
+    a_p, b_p = beta_from_moments(mean_p, jnp.sqrt(jnp.maximum(var_p, 0.0)))
     m, n_m = counts.m_pos, counts.n_m
-    _, mode, scale = _logit_beta_kernel(m + a_p, n_m - m + b_p)
-    _, _, centre, scale, _ = _to_logit(0.0, 1.0, mode, scale, ())
+    _, mode, scale = logit_beta_kernel(m + a_p, n_m - m + b_p)
+    _, _, centre, scale, _ = to_logit(0.0, 1.0, mode, scale, ())
     t, log_w = logit_hermite_rule(centre, scale, n)
     return t, log_w + xlogy(m, t) + xlog1py(n_m - m, -t)
 
@@ -134,16 +138,16 @@ def _grid(counts: Counts, t_nodes: int, alpha_nodes: int, width: float):
     weighted posterior density (unnormalised), same shape.
     """
     t, log_wt = _t_rule(counts, t_nodes)
-    paired = _paired_moments(counts)
+    paired = paired_moments(counts)
     a_a, b_a = counts.n_pos + 1.0, counts.n_phi - counts.n_pos + 1.0
     exact_s = QuadratureRule()  # unused by the exact s rule, which has its own nodes
 
     def at_t(t):
-        centre, scale = _alpha_given_rate(counts, t, 0.0, *paired)
-        panels = _sinh_panels(0.0, 1.0, centre, scale, (t, 1.0 - t), alpha_nodes, width)
+        centre, scale = alpha_given_rate(counts, t, 0.0, *paired)
+        panels = sinh_panels(0.0, 1.0, centre, scale, (t, 1.0 - t), alpha_nodes, width)
         alpha = panels.x.reshape(-1)
         log_s = jax.vmap(lambda a: log_segment_integral(a, t, counts, exact_s, True))(alpha)
-        log_prior = _log_beta_kernel(panels.x, 1.0 - panels.x, a_a, b_a)
+        log_prior = log_beta_kernel(panels.x, 1.0 - panels.x, a_a, b_a)
         return panels, log_prior + log_s.reshape(panels.x.shape) + panels.log_w
 
     panels, log_values = jax.vmap(at_t)(t)
@@ -156,7 +160,7 @@ def _summary(
     """The summary with ``t_nodes`` × 3 panels of ``alpha_nodes``, and whether
     both interval ends converged (:func:`_quantile`)."""
     panels, log_values = _grid(counts, t_nodes, alpha_nodes, rule.width)
-    log_total = _lse(log_values)
+    log_total = lse(log_values)
     weights = jnp.exp(log_values - log_total)
     mean = jnp.sum(weights * panels.x)
     sd = jnp.sqrt(jnp.sum(weights * (panels.x - mean) ** 2))
@@ -190,7 +194,7 @@ def _quantile(panels, weights: Array, q: float, mean, sd, steps: int):
     different nodes bisect alike: 2.4e-4 off, and agreeing.
     """
     n = weights.shape[-1]
-    _, w, table = _gauss_legendre(n)
+    _, w, table = gauss_legendre(n)
     density = weights / w  # π(α)·dα/dy at the nodes
     coeffs = (2.0 * np.arange(n) + 1.0) / 2.0 * jnp.einsum("kn,tpn->tpk", table[:n] * w, density)
     mass = jnp.sum(weights, axis=-1)
@@ -201,8 +205,8 @@ def _quantile(panels, weights: Array, q: float, mean, sd, steps: int):
 
     def within(c, y):
         """Mass of one panel below y ∈ [−1, 1], and its density per unit y there."""
-        value = sum(a * p for a, p in zip(c, _legendre_polynomials(y, n - 1), strict=True))
-        return _legendre_antiderivative(c, y), value
+        value = sum(a * p for a, p in zip(c, legendre_polynomials(y, n - 1), strict=True))
+        return legendre_antiderivative(c, y), value
 
     def cdf(alpha):
         """F(α) and its derivative."""

@@ -14,10 +14,10 @@ from binmetric_sweep.kernels.gauss_hermite import (
     alpha_t_summary,
     laplace_summary,
 )
+from binmetric_sweep.kernels.panels import normal_rule
 from binmetric_sweep.kernels.quadrature import (
     MODEL_KINDS,
     model_kind,
-    normal_rule,
     paired_rule_is_exact,
     posterior_summary,
 )
