@@ -102,7 +102,7 @@ def run_blocks(
         block: static; lanes per program instance, a power of two. L is
             padded to a multiple of it (padding lanes are not run).
         interpret: run in Pallas's interpreter (the caller's choice: wherever
-            the backend is not a GPU), rather than compiled by Triton.
+            the device is not a GPU), rather than compiled by Triton.
         num_warps: static; Triton's warps per program instance.
 
     Returns:

@@ -107,7 +107,7 @@ class NUTSSettings(NamedTuple):
             runs until its slowest chain is done) and Triton's warps per
             instance (:func:`kernels.chain_kernel.run_blocks`). A chain's
             arithmetic is its own lane's, in any block.
-        backend: the platform the chains run on ("cpu", "gpu", ...), set with
+        device: the platform the chains run on ("cpu", "gpu", ...), set with
             the loop by :func:`resolve_loop`. The kernels read it rather than
             ask JAX: batch-level conditionals on CPU only, where they are cheap
             (:class:`kernels.stepwise.Sampler`), and the chain kernel compiled
@@ -125,7 +125,7 @@ class NUTSSettings(NamedTuple):
     loop: str = "auto"
     kernel_block: int = DEFAULT_BLOCK
     kernel_warps: int = 1
-    backend: str | None = None
+    device: str | None = None
 
 
 class ChainDraws(NamedTuple):
@@ -251,22 +251,22 @@ def _coordinates(counts: Counts, settings: NUTSSettings, dim: int, ridge):
     return prefers_ridge(counts) if ridge is None else ridge
 
 
-def resolve_loop(settings: NUTSSettings, backend: str) -> NUTSSettings:
-    """``settings`` for ``backend`` (JAX's platform name: "cpu", "gpu", ...).
+def resolve_loop(settings: NUTSSettings, device: str) -> NUTSSettings:
+    """``settings`` for ``device`` (JAX's platform name: "cpu", "gpu", ...).
 
     ``loop="auto"`` becomes the loop that runs there: on a GPU the chain
     kernel, elsewhere the leapfrog loop (the kernel's Triton lowering is
-    GPU-only; other backends would interpret it), and the leapfrog loop on a
+    GPU-only; other devices would interpret it), and the leapfrog loop on a
     GPU too where this JAX has no Triton lowering for Pallas. Other loops are
-    kept; ValueError for a loop not in :data:`LOOPS`. ``backend`` is recorded
+    kept; ValueError for a loop not in :data:`LOOPS`. ``device`` is recorded
     in the settings, which every sampler needs (:class:`NUTSSettings`).
     """
     if settings.loop not in LOOPS:
         raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {settings.loop!r}")
-    settings = settings._replace(backend=backend)
+    settings = settings._replace(device=device)
     if settings.loop != "auto":
         return settings
-    kernel = backend == "gpu" and can_import(TRITON_LOWERING)
+    kernel = device == "gpu" and can_import(TRITON_LOWERING)
     return settings._replace(loop="kernel" if kernel else "leapfrog")
 
 
@@ -312,10 +312,10 @@ def _run_stepwise(
         gen, args = (lambda c, centres: _potential_fn_gen(c, ridge, centres)), (counts, centres)
     else:
         gen, args = _potential_fn_gen, (counts, ridge, centres)
-    if settings.backend is None or settings.loop == "auto":
+    if settings.device is None or settings.loop == "auto":
         raise ValueError(
-            "NUTSSettings: call resolve_loop(settings, backend) first; "
-            "the kernels do not ask JAX which backend they run on"
+            "NUTSSettings: call resolve_loop(settings, device) first; "
+            "the kernels do not ask JAX which device they run on"
         )
     sampler = make_sampler(
         gen,
@@ -327,7 +327,7 @@ def _run_stepwise(
         settings.warmup_max_tree_depth,
         settings.record_steps,
         observe=_alpha,
-        conditionals=settings.backend == "cpu",
+        conditionals=settings.device == "cpu",
     )
     out = DRIVERS[settings.loop](run_keys, positions, args, sampler, settings, slots, n_valid)
     return ChainDraws(
@@ -352,7 +352,7 @@ def _kernel_driver(keys, z, args, sampler, settings: NUTSSettings, slots, n_vali
         args,
         sampler,
         n_valid=n_valid,
-        interpret=settings.backend != "gpu",
+        interpret=settings.device != "gpu",
         block=settings.kernel_block,
         num_warps=settings.kernel_warps,
     )

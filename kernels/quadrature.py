@@ -95,6 +95,7 @@ __all__ = [
     "PosteriorSummary",
     "MODEL_KINDS",
     "model_kind",
+    "posterior_inputs",
     "posterior_summary",
     "alpha_log_marginal",
     "EXACT_PAIRED_NODES",
@@ -181,6 +182,28 @@ def model_kind(n_m, rho_eta_known) -> np.ndarray:
     """Index into :data:`MODEL_KINDS` for each lane (host-side, NumPy)."""
     n_m = np.asarray(n_m)
     return np.where(n_m == 0, 0, np.where(np.asarray(rho_eta_known, bool), 1, 2))
+
+
+def posterior_inputs(counts: Counts) -> np.ndarray:
+    """``(B, 11)`` (host-side, NumPy): what each lane's exact posterior of α depends on.
+
+    Columns: the model kind, then n₊, N_Φ, n_ρ, P, n_η, N_ρη − P, m₊, N_M, ρ and
+    η, each zero where the lane's rule does not read it: a Beta lane (N_M = 0)
+    reads n₊ and N_Φ alone, a full-model lane every count but not ρ and η (the
+    known rates of a "known" lane). Lanes with equal rows have the same
+    posterior from every rule, bit for bit (the tests perturb the rest).
+    """
+    kind = model_kind(counts.n_m, counts.rho_eta_known)
+    fields = ("n_pos", "n_phi", "n_tp", "n_pos_paired", "n_tn", "n_neg_paired", "m_pos", "n_m")
+    columns = [np.asarray(getattr(counts, name), np.float64) for name in fields]
+    beta = kind == 0
+    columns[2:] = [np.where(beta, 0.0, c) for c in columns[2:]]
+    known = kind == 1
+    rates = [
+        np.where(known, np.asarray(getattr(counts, name), np.float64), 0.0)
+        for name in ("rho", "eta")
+    ]
+    return np.column_stack([kind.astype(np.float64), *columns, *rates])
 
 
 #: Multiples of the scale at which a window's edge is probed: finely up to 16

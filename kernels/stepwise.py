@@ -1019,7 +1019,7 @@ def run_queue(
 
     A chain's numbers do not depend on its slot, on when it starts, or on the
     other chains: each is the same pure function of its own key, start and
-    arguments as in :func:`run_lanes`, on a backend that computes a lane
+    arguments as in :func:`run_lanes`, on a device that computes a lane
     alike in batches of every size. XLA on CPU does so from 16 to 128 lanes,
     so a caller there keeps ``slots`` in that range; and it may round the
     queue's program and :func:`run_lanes`' apart (some of the model's chains

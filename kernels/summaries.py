@@ -20,6 +20,9 @@ Array = jax.Array
 __all__ = [
     "FitResults",
     "ConfigurationSummary",
+    "empty_fits",
+    "exact_fits",
+    "take_fits",
     "epsilon",
     "wilson_interval",
     "summarize_configurations",
@@ -56,6 +59,43 @@ class FitResults(NamedTuple):
     tree_depth: Array
     steps: Array
     exact: Array
+
+
+def empty_fits(b: int) -> FitResults:
+    """``(b,)`` fits not yet answered: NaN numbers, zero counts, not exact (NumPy)."""
+    nan = np.full(b, np.nan)
+    zero = np.zeros(b, np.int64)
+    return FitResults(
+        post_mean=nan.copy(),
+        post_sd=nan.copy(),
+        ci_low=nan.copy(),
+        ci_high=nan.copy(),
+        rhat=nan.copy(),
+        ess=nan.copy(),
+        sd_mcse=np.zeros(b),
+        divergences=zero.copy(),
+        tree_depth=nan.copy(),
+        steps=zero.copy(),
+        exact=np.zeros(b, bool),
+    )
+
+
+def exact_fits(mean, sd, ci_low, ci_high) -> FitResults:
+    """Fits solved exactly (quadrature, or the Beta itself), each ``(n,)``: no sampler,
+    so R-hat, ESS and tree depth NaN, the SD's Monte Carlo error and the steps 0 (NumPy)."""
+    fits = empty_fits(np.shape(mean)[0])
+    return fits._replace(
+        post_mean=np.asarray(mean, np.float64),
+        post_sd=np.asarray(sd, np.float64),
+        ci_low=np.asarray(ci_low, np.float64),
+        ci_high=np.asarray(ci_high, np.float64),
+        exact=np.ones(len(fits.exact), bool),
+    )
+
+
+def take_fits(fits: FitResults, index) -> FitResults:
+    """Every field of ``fits`` at ``index`` (NumPy)."""
+    return FitResults(*(np.asarray(x)[index] for x in fits))
 
 
 def values_differ(x, y) -> np.ndarray:

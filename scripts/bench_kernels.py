@@ -16,7 +16,7 @@ Measures, on whatever device JAX has:
     default) as a sweep runs them;
   * optionally (``--nuts-chunks``), NUTS fits/s with the first of ``--loops`` when
     ``fit_lanes`` splits each lane group into chunks of each given size
-    instead of ``fit_lanes``' default (:func:`sweep.fits.default_chunk_size`):
+    instead of the device's (:func:`sweep.schedule.nuts_call`):
     smaller chunks pad less and let easy lanes finish without stepping with
     the hardest chain; larger ones may run wider on the device;
   * optionally (``--quadrature-chunks``), quadrature posteriors/s (the
@@ -26,17 +26,17 @@ Measures, on whatever device JAX has:
     ``--rule-chunks gauss_hermite=16384`` gives a rule's chunks their own
     size, ``--middle-rules on`` tries the rules between the Gauss–Hermite
     and the nested one on an accelerator too (``off``: not on CPU either)
-    (``Schedule.rule_chunks``, ``sweep.cascade.default_cascade``);
+    (``schedule_for(rule_lanes=...)``, ``sweep.cascade.default_cascade``);
   * optionally (``--workers``), quadrature and NUTS throughput with each
     given number of chunks in flight at once (``Schedule.workers``;
-    the default, :func:`sweep.fits.default_workers`, is one per CPU core,
-    and on an accelerator 2 for NUTS, 1 for quadrature), and for NUTS how
+    the device's, :func:`sweep.schedule.schedule_for`, is one per CPU core,
+    and on an accelerator 2), and for NUTS how
     many fits' numbers differ from the default's (none should);
   * optionally (``--kernel-blocks``, ``--kernel-warps``), the chain kernel's
     fits/s with each block of chains and Triton warps per block;
   * lock-step efficiency, the mean leapfrog steps per lane over the steps the
     batch executes, with lanes in input order and ordered by
-    :func:`sweep.fits.difficulty`: for the leapfrog loop the maximum over
+    :func:`sweep.calls.difficulty`: for the leapfrog loop the maximum over
     lanes of each lane's total (warm-up, searches and draws), and for the
     chain kernel the same per block of chains, for several block sizes (from
     the leapfrog loop's totals: the kernel's chains take the same steps).
@@ -94,29 +94,22 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
 
-import binmetric_sweep.sweep.fits as fits_module  # noqa: E402
 from binmetric_sweep.kernels.counts import Design, draw_counts, expected_counts  # noqa: E402
 from binmetric_sweep.kernels.logdensity import logdensity  # noqa: E402
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
 from binmetric_sweep.kernels.quadrature import model_kind  # noqa: E402
 from binmetric_sweep.kernels.summaries import epsilon, fits_differing  # noqa: E402
+from binmetric_sweep.sweep.calls import difficulty, plan_chunks  # noqa: E402
 from binmetric_sweep.sweep.cascade import (  # noqa: E402
     FULL_MODEL_RULES,
     default_cascade,
     nested,
 )
-from binmetric_sweep.sweep.fits import (  # noqa: E402
-    Schedule,
-    _nuts_fn,
-    default_chunk_size,
-    default_workers,
-    difficulty,
-    fit_lanes_info,
-    lane_keys,
-    nuts_chunk_size,
-    plan_chunks,
-)
+from binmetric_sweep.sweep.fits import fit_lanes_info  # noqa: E402
+from binmetric_sweep.sweep.lanes import lane_keys  # noqa: E402
+from binmetric_sweep.sweep.programs import nuts_program  # noqa: E402
 from binmetric_sweep.sweep.records import StageLog, provenance  # noqa: E402
+from binmetric_sweep.sweep.schedule import nuts_call, schedule_for  # noqa: E402
 
 
 def sample_designs(n: int, seed: int) -> Design:
@@ -176,7 +169,7 @@ QUADRATURE_REPEATS = 3
 #: 1.6 times apart between runs of the script (2026-11-26; with 2 s of runs,
 #: 1.25 times, as fast as the machine itself drifts).
 QUADRATURE_SECONDS = 2.0
-#: ``Schedule.rule_chunks`` for every quadrature run (``--rule-chunks``).
+#: ``schedule_for(rule_lanes=...)`` for every quadrature run (``--rule-chunks``).
 RULE_CHUNKS: dict | None = None
 #: Whether every quadrature run's cascade has the middle rules
 #: (``--middle-rules``; None: :func:`sweep.cascade.default_cascade`'s choice).
@@ -185,7 +178,8 @@ MIDDLE_RULES: bool | None = None
 
 def cascade_without(*names: str) -> tuple:
     """The quadrature runs' cascade (:data:`MIDDLE_RULES`) less the rules ``names``."""
-    base = default_cascade(jax.default_backend(), MIDDLE_RULES)
+    middle = schedule_for().middle_rules if MIDDLE_RULES is None else MIDDLE_RULES
+    base = default_cascade(middle)
     return tuple(rule for rule in base if rule.name not in names)
 
 
@@ -205,7 +199,7 @@ def timed_fits(
     Each chunk's program (and those of the rules its rejected lanes fall back
     to) is compiled ahead (into the persistent compilation cache that
     :func:`main` sets up), so the time is the fits', not XLA's. ``chunk`` and
-    ``workers`` as in ``Schedule``, ``cascade`` as in ``fit_lanes`` (None:
+    ``workers`` as in ``schedule_for``, ``cascade`` as in ``fit_lanes`` (None:
     :func:`cascade_without` of nothing).
     With :data:`WARM_UP` set (``--warm-up``), the fits also run once untimed
     first: on an accelerator the first run of a program also loads it onto
@@ -220,10 +214,10 @@ def timed_fits(
     :class:`sweep.fits.FitInfo`.
     """
     quadrature = method == "quadrature"
-    schedule = Schedule(
+    schedule = schedule_for(
         chunk_size=chunk,
         workers=workers,
-        rule_chunks=RULE_CHUNKS if quadrature else None,
+        rule_lanes=RULE_CHUNKS if quadrature else None,
     )
     cascade = cascade_without() if cascade is None else cascade
     plan = {"nuts": settings, "cascade": cascade, "schedule": schedule}
@@ -239,12 +233,9 @@ def timed_fits(
     with stage(f"{label}: {len(chunks)} chunks' programs compiled"):
         compiled = set()
         for c in chunks:
-            # A later pass's chunks for a fallback rule hold that rule's own
-            # lanes (Stage.size), not this chunk's: compile what will run. (On a
-            # GPU, until 0.29.0, the nested rule was compiled here at the
-            # Gauss-Hermite chunk's 16,384 lanes, which never run.)
-            programs = [(c.fn, len(c.padded))]
-            programs += [(rule.fn, rule.size or len(c.padded)) for rule in c.fallbacks]
+            # A fallback rule's calls hold that rule's own lanes (Stage.size),
+            # not this chunk's: compile what will run.
+            programs = [(stage.fn, stage.size) for stage in c.stages]
             for fn, size in programs:
                 if (fn, size) in compiled:
                     continue
@@ -252,7 +243,7 @@ def timed_fits(
                 padded = np.resize(c.padded, size)
                 lanes = jax.tree.map(lambda x, p=padded: np.asarray(x)[p], counts)
                 n_valid = min(len(c.piece), size)
-                if c.exact:
+                if not c.sampled:
                     fn.lower(lanes, n_valid).compile()
                 else:
                     fn.lower(keys[padded], lanes, n_valid).compile()
@@ -298,7 +289,7 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     driver, driver_s = timed_fits(counts, keys, "quadrature", None, runs=runs["driver"], info=info)
     rules = info[0].rules
     with stage(f"quadrature, {n} lanes, 1 worker: each call timed"):
-        schedule = Schedule(workers=1, rule_chunks=RULE_CHUNKS)
+        schedule = schedule_for(workers=1, rule_lanes=RULE_CHUNKS)
         _, one_worker = fit_lanes_info(
             counts, keys, "quadrature", cascade=cascade_without(), schedule=schedule
         )
@@ -377,7 +368,6 @@ def throughput(
     loops=("leapfrog",),
     quadrature=True,
     quadrature_variants=True,
-    nuts_slots=(),
     kernel_shapes=(),
 ) -> dict:
     """Fits per second of quadrature and of NUTS with each of ``loops``, on the same lanes.
@@ -388,10 +378,7 @@ def throughput(
     each number of chunks in flight at once. Without ``nuts``, quadrature
     alone; without ``quadrature``, NUTS alone; without
     ``quadrature_variants``, the quadrature driver alone (see
-    :func:`quadrature_throughput`). With ``nuts_slots``, on an
-    accelerator, NUTS fits/s with calls of the largest of ``nuts_chunks``
-    (else the default) run as queues on each number of slots
-    (``sweep.fits.ACCELERATOR_NUTS_SLOTS``; chains). With
+    :func:`quadrature_throughput`). With
     ``kernel_shapes`` (``(block, warps)`` pairs), the chain kernel's fits/s
     with each (``NUTSSettings.kernel_block``, ``kernel_warps``), and the
     largest difference of its posterior means from the kernel's default
@@ -426,20 +413,7 @@ def throughput(
     first = settings._replace(loop=loops[0])
     reference = fitted[loops[0]][0]
 
-    def against_default(chunk, variant) -> dict:
-        out, s = timed_fits(counts, keys, "nuts", chunk, variant)
-        gap = np.abs(np.asarray(out.post_mean) - np.asarray(reference.post_mean))
-        return {"fits_per_s": n / s, "s": s, "post_mean_max_abs_diff": float(np.max(gap))}
-
     by_chunk = {str(c): n / timed_fits(counts, keys, "nuts", c, first)[1] for c in nuts_chunks}
-    by_slots = {}
-    chunk = max(nuts_chunks) if nuts_chunks else None
-    for slots in nuts_slots:
-        fits_module.ACCELERATOR_NUTS_SLOTS = slots
-        try:
-            by_slots[str(slots)] = {"chunk": chunk, **against_default(chunk, first)}
-        finally:
-            fits_module.ACCELERATOR_NUTS_SLOTS = None
     kernel = fitted["kernel"][0] if "kernel" in fitted else reference
     by_shape = {}
     for block, warps in kernel_shapes:
@@ -475,12 +449,12 @@ def throughput(
         out["kernel_over_leapfrog_loop"] = seconds["leapfrog"] / seconds["kernel"]
     return {
         **out,
-        "nuts_chunk_size": default_chunk_size("nuts", settings.chains)
-        or nuts_chunk_size(settings, 2e9),
-        "default_workers": default_workers(),
+        "nuts_chunk_size": nuts_call(
+            schedule_for(), resolve_loop(first, schedule_for().device), n
+        ).fits,
+        "default_workers": schedule_for().workers,
         **({f"{names[loops[0]]}_fits_per_s_by_chunk": by_chunk} if by_chunk else {}),
         **({"by_workers": by_workers} if by_workers else {}),
-        **({"nuts_by_accelerator_slots": by_slots} if by_slots else {}),
         **({"nuts_kernel_by_block_x_warps": by_shape} if by_shape else {}),
     }
 
@@ -505,7 +479,7 @@ def lockstep(n: int, seed: int, settings: NUTSSettings) -> dict:
         # The driver's compiled kernel, here choosing coordinates per lane:
         # each lane runs the same chain as when grouped, but logit and
         # ridge lanes share the batches (the driver batches them apart).
-        draws = jax.device_get(_nuts_fn(3, leapfrog)(keys[order], c))
+        draws = jax.device_get(nuts_program(3, leapfrog)(keys[order], c))
         chunk = max(1, n // 4) * settings.chains  # four lock-step batches of lanes
         # Each chain's leapfrog steps in all (warm-up, searches and draws): a
         # batch of the leapfrog loop runs until its chain with the most is done.
@@ -662,13 +636,6 @@ def main(argv=None) -> None:
         "--workers", type=int, nargs="*", default=[], help="chunks in flight at once to compare"
     )
     parser.add_argument(
-        "--nuts-slots",
-        type=int,
-        nargs="*",
-        default=[],
-        help="on an accelerator, NUTS queues on this many slots (chains) to compare",
-    )
-    parser.add_argument(
         "--kernel-blocks",
         type=int,
         nargs="*",
@@ -750,7 +717,7 @@ def main(argv=None) -> None:
         rule_chunks[rule] = int(lanes_text)
     RULE_CHUNKS = rule_chunks or None
     MIDDLE_RULES = None if args.middle_rules is None else args.middle_rules == "on"
-    settings = resolve_loop(NUTSSettings(), jax.default_backend())  # the loop "auto" runs here
+    settings = resolve_loop(NUTSSettings(), schedule_for().device)  # the loop "auto" runs here
     stem = f"kernels-{jax.devices()[0].platform}"
     # Written after each part and stage, marked partial until the last, so that a run
     # cut short (a time limit on a lent machine) still leaves what it measured and
@@ -776,7 +743,6 @@ def main(argv=None) -> None:
                 tuple(args.loops),
                 not args.nuts_only,
                 args.quadrature_variants == "all",
-                args.nuts_slots,
                 [(b, w) for b in args.kernel_blocks for w in args.kernel_warps],
             )
         )

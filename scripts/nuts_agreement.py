@@ -33,8 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers
 
 from binmetric_sweep.kernels.nuts import LOOPS, NUTSSettings, resolve_loop  # noqa: E402
 from binmetric_sweep.kernels.summaries import epsilon  # noqa: E402
-from binmetric_sweep.sweep.fits import fit_lanes, lane_keys  # noqa: E402
+from binmetric_sweep.sweep.fits import fit_lanes  # noqa: E402
+from binmetric_sweep.sweep.lanes import lane_keys  # noqa: E402
 from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
+from binmetric_sweep.sweep.schedule import schedule_for  # noqa: E402
 from tests.kernels.helpers import agreement_lanes  # noqa: E402
 
 
@@ -50,7 +52,7 @@ def main(argv=None) -> None:
         NUTSSettings(
             ridge=not args.natural, warmup_max_tree_depth=args.warmup_depth, loop=args.loop
         ),
-        jax.default_backend(),
+        schedule_for().device,
     )
 
     table, c = agreement_lanes()

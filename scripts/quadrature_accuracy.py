@@ -59,7 +59,8 @@ def summaries(counts: Counts, rule: QuadratureRule, level: float = 0.95) -> np.n
 
 def driver_summaries(counts: Counts, level: float = 0.95) -> tuple[np.ndarray, dict]:
     """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes_info`; each rule's share."""
-    fits, (rules, _) = fit_lanes_info(counts, None, "quadrature", level=level)
+    fits, info = fit_lanes_info(counts, None, "quadrature", level=level)
+    rules = info.rules
     out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)
     return out, {rule: float(np.mean(rules == rule)) for rule in FULL_MODEL_RULES}
 

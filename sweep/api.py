@@ -174,8 +174,9 @@ def run(
             unless JAX already has a cache directory); on Ray, each worker
             process uses the same request. See :mod:`sweep.compile_cache`.
         shards_ahead: with the local backend, shards begun before the one in
-            hand is written (:func:`sweep.runners.run_local`; by default none
-            on CPU, one on an accelerator). The numbers do not depend on it.
+            hand is written (:func:`sweep.runners.run_local`; None: the
+            device's, :func:`sweep.schedule.schedule_for`). The numbers do not
+            depend on it.
 
     Raises:
         SweepError: bad input; nothing is written.
@@ -209,8 +210,10 @@ def run(
 
         if backend == "local":
             from binmetric_sweep.sweep.runners import run_local
+            from binmetric_sweep.sweep.schedule import schedule_for
 
-            results = run_local(spec, todo, on_fits=on_fits, fault=fault, ahead=shards_ahead)
+            schedule = schedule_for(shards_ahead=shards_ahead)
+            results = run_local(spec, todo, schedule=schedule, on_fits=on_fits, fault=fault)
         else:
             from binmetric_sweep.sweep.ray_runner import run_ray
 

@@ -11,7 +11,7 @@ throughout).
 
 Before it compiles, a process traces each program, and the quadrature
 rules are large: tracing a tiny sweep's four rules takes several seconds,
-most of a cached run's time. So every program of :mod:`sweep.fits` is run
+most of a cached run's time. So every program of :mod:`sweep.programs` is run
 through :mod:`jax.export` (:class:`ExportedProgram`): traced once, the
 export then compiled and called. Where JAX has a cache directory, the
 export is kept in its ``binmetric-sweep-programs`` folder too, and a later
@@ -114,8 +114,7 @@ PROGRAMS_FOLDER = "binmetric-sweep-programs"
 #: The code a program is traced from: any change to it makes every key new.
 _TRACED_SOURCES = (
     "kernels",
-    "sweep/fits.py",
-    "sweep/cascade.py",
+    "sweep/programs.py",
     "sweep/compile_cache.py",
     "sweep/compare/analysis.py",
 )

@@ -17,6 +17,7 @@ import jax
 from binmetric_sweep.kernels.summaries import FitResults
 from binmetric_sweep.sweep.compile_cache import use_compilation_cache
 from binmetric_sweep.sweep.config import SweepSpec
+from binmetric_sweep.sweep.schedule import schedule_for
 from binmetric_sweep.sweep.shards import Shard, ShardResult, run_shard
 
 __all__ = ["run_ray", "task_options", "task_workers"]
@@ -47,11 +48,11 @@ def task_options(gpus_in_cluster: float, workers_per_gpu: int) -> dict:
 
 
 def task_workers(gpus_in_cluster: float) -> int | None:
-    """Chunks a shard's task fits at once (``run_shard``'s ``workers``).
+    """Calls a shard's task makes at once (its schedule's ``workers``).
 
     Without GPUs 1: a task holds one CPU (:func:`task_options`). With GPUs
-    None, the device's default (:func:`sweep.fits.default_workers`): two
-    calls in flight, so that the GPU computes one while the host prepares or
+    None, the device's own (:func:`sweep.schedule.schedule_for`): two calls
+    in flight, so that the GPU computes one while the host prepares or
     summarises the other.
     """
     return None if gpus_in_cluster > 0 else 1
@@ -108,12 +109,15 @@ def run_ray(
             ray.shutdown()
 
 
-def _run_shard_task(spec: SweepSpec, shard: Shard, compile_cache, **kwargs) -> ShardResult:
-    """A Ray task: :func:`sweep.shards.run_shard` with the compilation cache asked for.
+def _run_shard_task(
+    spec: SweepSpec, shard: Shard, compile_cache, workers: int | None, **kwargs
+) -> ShardResult:
+    """A Ray task: :func:`sweep.shards.run_shard` with the compilation cache asked for,
+    on its worker's device (whose schedule is built here, where the task runs).
 
     An entry point of its worker process: float64 is switched on here, as in
     :func:`sweep.run`.
     """
     jax.config.update("jax_enable_x64", True)
     use_compilation_cache(compile_cache, strict=False)
-    return run_shard(spec, shard, **kwargs)
+    return run_shard(spec, shard, schedule=schedule_for(workers=workers), **kwargs)

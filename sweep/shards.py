@@ -25,14 +25,10 @@ from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
 from binmetric_sweep.sweep.config import SweepSpec
-from binmetric_sweep.sweep.fits import (
-    Schedule,
-    fit_lanes,
-    lane_counts,
-    lane_keys,
-    require_float64,
-)
+from binmetric_sweep.sweep.fits import fit_lanes
 from binmetric_sweep.sweep.grid import CONFIG_COLUMNS, id_words
+from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
+from binmetric_sweep.sweep.schedule import Schedule, schedule_for
 
 __all__ = [
     "Shard",
@@ -180,8 +176,8 @@ def run_shard(
     spec: SweepSpec,
     shard: Shard,
     *,
+    schedule: Schedule | None = None,
     on_fits: Callable[[int], None] | None = None,
-    workers: int | None = None,
     fault: Callable[[FitResults], FitResults] | None = None,
     stop: threading.Event | None = None,
 ) -> ShardResult:
@@ -190,19 +186,19 @@ def run_shard(
     Args:
         spec: the sweep.
         shard: the configurations to compute.
-        on_fits: called with the number of fits finished after each chunk.
-        workers: chunks fitted at once (:func:`sweep.fits.fit_lanes`); by
-            default one per CPU core on CPU; on an accelerator two for NUTS, one
-            for quadrature (:func:`sweep.fits.default_workers`).
+        schedule: how its fits are laid out on the device
+            (:func:`sweep.schedule.schedule_for`; None: JAX's default device's).
+        on_fits: called with the number of fits finished after each call.
         fault: test hook applied to the fits before they are summarised (for
             fault injection: it may put NaN or infinity into any field).
         stop: None, or an event that, once set, stops the shard's fits
-            after the chunks under way (:func:`sweep.fits.fit_lanes`), which
+            after the calls under way (:func:`sweep.fits.fit_lanes`), which
             then raise ``concurrent.futures.CancelledError``.
 
     Returns:
         The shard's fits and surface tables. Depends only on the sweep and the
-        shard's configurations, never on other shards or where it runs.
+        shard's configurations, never on other shards, the schedule's workers
+        or where it runs.
     """
     require_float64()
     start = time.perf_counter()
@@ -212,14 +208,15 @@ def run_shard(
     replicate = np.tile(np.arange(r), c)
     keys = lane_keys(spec.seed, words, replicate)
     counts = lane_counts(_designs(configs, r), keys, spec.counts)
-    nuts = resolve_loop(nuts_settings(spec), jax.default_backend())
+    schedule = schedule_for() if schedule is None else schedule
+    nuts = resolve_loop(nuts_settings(spec), schedule.device)
     fits = fit_lanes(
         counts,
         keys,
         spec.method,
         level=spec.interval,
         nuts=nuts,
-        schedule=Schedule(workers=workers),
+        schedule=schedule,
         on_chunk=on_fits,
         stop=stop,
     )

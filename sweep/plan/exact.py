@@ -55,13 +55,9 @@ def exact_eps(
         ``(K,)`` √2·σ·(z₁₋γ/₂ + z_power); 1 where N_Φ = N_M = 0 (no evidence,
         the surfaces' convention); +inf where the fit is not finite.
     """
-    from binmetric_sweep.sweep.fits import (
-        Schedule,
-        fit_lanes,
-        lane_counts,
-        lane_keys,
-        require_float64,
-    )
+    from binmetric_sweep.sweep.fits import fit_lanes
+    from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
+    from binmetric_sweep.sweep.schedule import schedule_for
 
     require_float64()
     index = np.asarray(index, int)
@@ -73,7 +69,7 @@ def exact_eps(
     keys = lane_keys(0, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))  # unused
     counts = _first(lane_counts(_designs(p, index, n_phi, n_m), keys, "expected"), k)
     fits = fit_lanes(
-        counts, keys[:k], "quadrature", rule=rule, schedule=Schedule(chunk_size=chunk_size)
+        counts, keys[:k], "quadrature", nested=rule, schedule=schedule_for(chunk_size=chunk_size)
     )
     sd = _pad(np.asarray(fits.post_sd), size)
     eps = np.asarray(epsilon(sd, p.gamma[index], p.power[index]))[:k]

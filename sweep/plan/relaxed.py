@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from binmetric_sweep.sweep.config import MAX_SIZE
-from binmetric_sweep.sweep.fits import require_float64
+from binmetric_sweep.sweep.lanes import require_float64
 from binmetric_sweep.sweep.plan.exact import _Memo, _memo_eps
 from binmetric_sweep.sweep.plan.spec import Problems
 

@@ -14,7 +14,7 @@ from binmetric_sweep.sweep.plan.spec import PlanSpec, problems
 
 
 def _words(spec: PlanSpec, role: str) -> np.ndarray:
-    """Two uint32 words naming (scenario, system) for :func:`sweep.fits.lane_keys`."""
+    """Two uint32 words naming (scenario, system) for :func:`sweep.lanes.lane_keys`."""
     text = f"plan|{spec.model_dump_json()}|{role}"
     value = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
     return np.array([value & 0xFFFFFFFF, value >> 32], np.uint32)
@@ -49,13 +49,9 @@ def simulate_tests(
     Returns:
         ``(S,)`` power, its MCSE, type-I rate, its MCSE (finite fits only).
     """
-    from binmetric_sweep.sweep.fits import (
-        Schedule,
-        fit_lanes,
-        lane_counts,
-        lane_keys,
-        require_float64,
-    )
+    from binmetric_sweep.sweep.fits import fit_lanes
+    from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
+    from binmetric_sweep.sweep.schedule import schedule_for
 
     require_float64()
     s, r = len(specs), int(replicates)
@@ -78,7 +74,7 @@ def simulate_tests(
     keys = lane_keys(seed, lane_words, replicate)
     designs = _designs(p, index, np.asarray(n_phi)[index], np.asarray(n_m)[index], lane_alpha)
     counts = _first(lane_counts(designs, keys, "sampled"), k)
-    fits = fit_lanes(counts, keys[:k], "quadrature", schedule=Schedule(chunk_size=chunk_size))
+    fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule_for(chunk_size=chunk_size))
     mean = np.asarray(fits.post_mean).reshape(s, 3, r)
     sd = np.asarray(fits.post_sd).reshape(s, 3, r)
     crit = np.array([NormalDist().inv_cdf(1.0 - 0.5 * spec.gamma) for spec in specs])[:, None]

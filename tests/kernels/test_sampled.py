@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
-from binmetric_sweep.sweep.fits import fit_lanes, lane_counts, lane_keys
+from binmetric_sweep.sweep.fits import fit_lanes
+from binmetric_sweep.sweep.lanes import lane_counts, lane_keys
 from tests.kernels.helpers import design
 
 pytestmark = pytest.mark.slow

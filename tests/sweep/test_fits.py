@@ -13,35 +13,32 @@ import pytest
 from binmetric_sweep.kernels.chain_kernel import TRITON_LOWERING, can_import
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.quadrature import model_kind, paired_rule_is_exact
+from binmetric_sweep.kernels.summaries import fits_differing, take_fits
+from binmetric_sweep.sweep.calls import (
+    Stage,
+    Waiting,
+    next_calls,
+    plan_chunks,
+    spread,
+    staged_chunks,
+)
 from binmetric_sweep.sweep.cascade import (
     FULL_MODEL_RULES,
     QUADRATURE_RULES,
     default_cascade,
+    gauss_hermite,
+    hermite_t,
+    make_cascade,
     nested,
 )
-from binmetric_sweep.sweep.fits import (
-    ACCELERATOR_QUADRATURE_CHUNK,
-    ACCELERATOR_RULE_CHUNKS,
+from binmetric_sweep.sweep.fits import distinct_lanes, fit_lanes, fit_lanes_info
+from binmetric_sweep.sweep.lanes import lane_keys, require_float64
+from binmetric_sweep.sweep.schedule import (
+    ACCELERATOR_QUADRATURE_LANES,
+    ACCELERATOR_RULE_LANES,
     ACCELERATOR_WORKERS,
-    CPU_FEW_NUTS_SLOTS,
-    CPU_NUTS_SLOTS,
-    CPU_QUADRATURE_CHUNK,
-    MIN_BATCH,
-    Schedule,
-    Stage,
-    _next_calls,
-    _nuts_fn,
-    _spread,
-    _staged_chunks,
-    _Waiting,
-    default_chunk_size,
-    default_workers,
-    fit_lanes,
-    fit_lanes_info,
-    lane_keys,
-    nuts_slots,
-    plan_chunks,
-    require_float64,
+    CPU_QUADRATURE_LANES,
+    schedule_for,
     usable_cores,
 )
 from tests.kernels.helpers import counts
@@ -88,7 +85,7 @@ def with_few_paired(c, skip=()):
 def test_every_lane_is_fitted_once_in_power_of_two_calls():
     c = mixed_lanes(150, seed=4)
     for method in ("nuts", "quadrature"):
-        chunks = plan_chunks(c, method, schedule=Schedule(chunk_size=64))
+        chunks = plan_chunks(c, method, schedule=schedule_for(chunk_size=64))
         pieces = np.concatenate([chunk.piece for chunk in chunks])
         np.testing.assert_array_equal(np.sort(pieces), np.arange(150))
         for chunk in chunks:
@@ -97,62 +94,44 @@ def test_every_lane_is_fitted_once_in_power_of_two_calls():
             np.testing.assert_array_equal(chunk.padded[: len(chunk.piece)], chunk.piece)
             assert set(chunk.padded) == set(chunk.piece)  # padding repeats its own lanes
             # Only lanes without metric ratings (a Beta posterior) are exact under NUTS.
-            assert chunk.exact == (method == "quadrature" or not c.n_m[chunk.piece].any())
+            assert chunk.sampled == (method == "nuts" and bool(c.n_m[chunk.piece].all()))
         # One kind of lane per call: the three kinds (and, for NUTS, two coordinates) apart.
         assert len(chunks) >= 3
 
 
 def test_a_requested_chunk_size_is_rounded_down_to_a_power_of_two():
+    """Every call of a rule has the size asked for (rounded down), whatever its group's size."""
     c = mixed_lanes(300, seed=5)
     for asked, expected in ((100, 64), (8, 8), (5, 4), (200, 128)):
         sizes = {
             len(chunk.padded)
-            for chunk in plan_chunks(c, "quadrature", schedule=Schedule(chunk_size=asked))
+            for chunk in plan_chunks(c, "quadrature", schedule=schedule_for(chunk_size=asked))
         }
-        assert max(sizes) == expected
+        assert sizes == {expected}
 
 
 def test_on_cpu_every_chunk_has_one_size_whatever_the_group_size():
-    """One shape per method for every group, so a lane's numbers do not depend on its shard.
+    """One shape per program for every group, so a lane's numbers do not depend on its shard.
 
     For NUTS the shape a lane's draws depend on is the slots (chains advanced
     at once); its calls have one size too, so that each coordinates compile once.
     """
-    assert default_chunk_size("quadrature", backend="cpu") == CPU_QUADRATURE_CHUNK
-    # NUTS calls of 512 chains, in a power of two of fits, on 128 slots.
-    for chains, fits in ((4, 128), (2, 256), (3, 128), (64, 8), (600, 1)):
-        assert default_chunk_size("nuts", chains, backend="cpu") == fits
-    assert nuts_slots("cpu") == CPU_NUTS_SLOTS == 128
-    # 32 slots where no call of the group holds more than 256 chains.
-    assert nuts_slots("cpu", 256) == CPU_FEW_NUTS_SLOTS == 32
-    assert nuts_slots("cpu", 257) == 128
-    assert nuts_slots("gpu") is None  # there a call's chains all run at once
-    assert default_chunk_size("nuts", 4, backend="gpu") is None
     c = mixed_lanes(700, seed=6)
-    kernels = {
-        slots: {
-            _nuts_fn(d, resolve_loop(NUTSSettings(), "cpu"), r, slots)
-            for d in (1, 3)
-            for r in (False, True)
-        }
-        for slots in (32, 128)
-    }
     groups = {}  # each group of lanes runs one program
     for method in ("nuts", "quadrature"):
-        for chunk in plan_chunks(c, method, schedule=Schedule(backend="cpu", workers=2)):
-            if chunk.exact:
-                assert len(chunk.padded) == CPU_QUADRATURE_CHUNK
+        for chunk in plan_chunks(c, method, schedule=schedule_for("cpu", workers=2)):
+            if not chunk.sampled:
+                assert len(chunk.padded) == CPU_QUADRATURE_LANES
             else:  # 128 fits of 4 chains, whatever the group's size
                 assert len(chunk.padded) == 128
                 groups[chunk.fn] = groups.get(chunk.fn, 0) + len(chunk.piece)
     # 128 slots, but 32 where the group's calls, split between the two workers,
     # hold at most 256 chains (here a group of 13 fits, in calls of 7 and 6).
-    slots = {fn: 32 if -(-size // 2) * 4 <= 256 else 128 for fn, size in groups.items()}
-    assert all(fn in kernels[slots[fn]] for fn in groups)
+    slots = {fn: fn.static[-1] for fn in groups}
+    assert all(
+        slots[fn] == (32 if -(-size // 2) * 4 <= 256 else 128) for fn, size in groups.items()
+    )
     assert set(slots.values()) == {32, 128}
-    # A larger chunk asked for is capped at the group's bucket: a power of two, >= MIN_BATCH.
-    (first, *_) = plan_chunks(c, "quadrature", schedule=Schedule(chunk_size=4096, backend="cpu"))
-    assert MIN_BATCH <= len(first.padded) < 4096
 
 
 def test_a_nuts_lane_does_not_depend_on_its_queue():
@@ -171,69 +150,69 @@ def test_a_nuts_lane_does_not_depend_on_its_queue():
     # the group's 280 chains: a queue on 128 slots.
     sizes = (32, 256)
     slotted, queued = (
-        fit_lanes(c, keys, "nuts", nuts=settings, schedule=Schedule(chunk_size=size, workers=1))
-        for size in sizes
+        fit_lanes(c, keys, "nuts", nuts=settings, schedule=schedule_for(chunk_size=n, workers=1))
+        for n in sizes
     )
     # Two workers: the group (one call of 256 fits with one) is split in two calls of 70
     # fits, every other lane in each, so that both cores have work: 140 chains a
     # call, a queue on 32 slots.
-    pieces = plan_chunks(c, "nuts", nuts=settings, schedule=Schedule(workers=2, backend="cpu"))
+    pieces = plan_chunks(c, "nuts", nuts=settings, schedule=schedule_for("cpu", workers=2))
     assert [len(chunk.piece) for chunk in pieces] == [70, 70]
     assert {len(chunk.padded) for chunk in pieces} == {256}
     assert {chunk.fn.static[-1] for chunk in pieces} == {32}
     plans = [
-        plan_chunks(c, "nuts", nuts=settings, schedule=Schedule(chunk_size=n, workers=1))
+        plan_chunks(c, "nuts", nuts=settings, schedule=schedule_for(chunk_size=n, workers=1))
         for n in sizes
     ]
     assert [{chunk.fn.static[-1] for chunk in plan} for plan in plans] == [{32}, {128}]
-    split = fit_lanes(c, keys, "nuts", nuts=settings, schedule=Schedule(workers=2))
-    for name, x, y, z in zip(slotted._fields, slotted, queued, split, strict=True):
-        np.testing.assert_array_equal(x, y, err_msg=name)
-        np.testing.assert_array_equal(x, z, err_msg=name)
+    split = fit_lanes(c, keys, "nuts", nuts=settings, schedule=schedule_for(workers=2))
+    assert fits_differing(slotted, queued) == fits_differing(slotted, split) == 0
     assert np.isfinite(queued.post_sd).all()
 
 
 def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_the_group():
-    """Quadrature's numbers there depend on the chunk's size, a NUTS lane's draws did not.
+    """Quadrature's numbers there depend on the call's size, a NUTS lane's draws did not.
 
-    A rule's chunks have one size (Gauss–Hermite its own), and there the quadrature
-    takes two passes, not five (see _quadrature_stages). NUTS runs the chain kernel.
+    A rule's calls have one size (Gauss–Hermite its own), and there the quadrature
+    takes two rules, not five (the schedule has no middle rules). NUTS runs the
+    chain kernel.
     """
     c, _ = with_few_paired(mixed_lanes(700, seed=6))
-    quadrature = plan_chunks(c, "quadrature", schedule=Schedule(backend="gpu"))
+    gpu = schedule_for("gpu")
+    quadrature = plan_chunks(c, "quadrature", schedule=gpu)
     sizes = {}
     for chunk in quadrature:
-        sizes.setdefault(chunk.rule, set()).add(len(chunk.padded))
-        for stage in chunk.fallbacks:
+        for stage in chunk.stages:
             sizes.setdefault(stage.rule, set()).add(stage.size)
-    assert sizes.pop("gauss_hermite") == {ACCELERATOR_RULE_CHUNKS["gauss_hermite"]}
-    assert sizes and all(size == {ACCELERATOR_QUADRATURE_CHUNK} for size in sizes.values())
+        assert len(chunk.padded) == chunk.stages[0].size
+    assert sizes.pop("gauss_hermite") == {ACCELERATOR_RULE_LANES["gauss_hermite"]}
+    assert sizes and all(size == {ACCELERATOR_QUADRATURE_LANES} for size in sizes.values())
     # A caller's chunk size is every rule's.
-    asked = plan_chunks(c, "quadrature", schedule=Schedule(backend="gpu", chunk_size=256))
+    asked = plan_chunks(c, "quadrature", schedule=schedule_for("gpu", chunk_size=256))
     assert {len(chunk.padded) for chunk in asked} == {256}
     # There the full model's lanes go from Gauss–Hermite straight to the nested rule.
     passes = {(chunk.rule, *(stage.rule for stage in chunk.fallbacks)) for chunk in quadrature}
     assert ("gauss_hermite", "nested") in passes
-    on_cpu = plan_chunks(c, "quadrature", schedule=Schedule(backend="cpu"))
+    on_cpu = plan_chunks(c, "quadrature", schedule=schedule_for("cpu"))
     for middle in ("hermite_alpha_t", "t_outer", "hermite_t"):
         assert not any(middle in rules for rules in passes)
         assert any(middle in (ch.rule, *(st.rule for st in ch.fallbacks)) for ch in on_cpu)
-    nuts = plan_chunks(c, "nuts", schedule=Schedule(backend="gpu"))
+    nuts = plan_chunks(c, "nuts", schedule=gpu)
     for chunk in nuts:
         size = len(chunk.padded)
-        if chunk.exact:  # lanes without metric ratings: the Beta, as quadrature
-            assert size == ACCELERATOR_QUADRATURE_CHUNK
+        if not chunk.sampled:  # lanes without metric ratings: the Beta, as quadrature
+            assert size == ACCELERATOR_QUADRATURE_LANES
         else:  # the group's own power of two, well below the memory budget's 4096 fits
-            assert MIN_BATCH <= size < 4096 and size >= len(chunk.piece)
-            assert chunk.fn.static[1].loop == "kernel"  # _nuts_fn's settings, resolved
-    assert any(not chunk.exact for chunk in nuts)
+            assert 64 <= size < 4096 and size >= len(chunk.piece)
+            assert chunk.fn.static[1].loop == "kernel"  # nuts_program's settings, resolved
+    assert any(chunk.sampled for chunk in nuts)
     # NUTSSettings' "auto" is the leapfrog loop on CPU; a loop asked for is kept.
     assert {
         ch.fn.static[1].loop
-        for ch in plan_chunks(c, "nuts", schedule=Schedule(backend="cpu"))
-        if not ch.exact
+        for ch in plan_chunks(c, "nuts", schedule=schedule_for("cpu"))
+        if ch.sampled
     } == {"leapfrog"}
-    assert resolve_loop(NUTSSettings(), "gpu") == NUTSSettings(loop="kernel", backend="gpu")
+    assert resolve_loop(NUTSSettings(), "gpu") == NUTSSettings(loop="kernel", device="gpu")
     # ... where this JAX lowers Pallas to Triton, as the JAX of these tests does; a
     # later one may not (the lowering is deprecated), and "auto" is then the leapfrog loop.
     assert can_import(TRITON_LOWERING) and not can_import(TRITON_LOWERING + "_gone")
@@ -245,88 +224,78 @@ def test_on_an_accelerator_quadrature_chunks_have_one_size_and_nuts_chunks_fit_t
 
 
 def test_a_benchmark_may_size_each_rule_s_chunks_and_try_the_middle_rules_anywhere():
-    """``Schedule.rule_chunks`` and the full cascade, which bench_kernels.py tries on a GPU."""
+    """``schedule_for(rule_lanes=...)`` and the full cascade, which bench_kernels.py tries
+    on a GPU."""
     c, _ = with_few_paired(mixed_lanes(700, seed=6))
     plan = plan_chunks(
         c,
         "quadrature",
-        cascade=default_cascade("gpu", middle_rules=True),
-        schedule=Schedule(backend="gpu", rule_chunks={"gauss_hermite": 5000}),
+        cascade=default_cascade(middle_rules=True),
+        schedule=schedule_for("gpu", rule_lanes={"gauss_hermite": 5000}),
     )
     sizes = {}
     for chunk in plan:
-        sizes.setdefault(chunk.rule, set()).add(len(chunk.padded))
-        for stage in chunk.fallbacks:
+        for stage in chunk.stages:
             sizes.setdefault(stage.rule, set()).add(stage.size)
-    # Gauss–Hermite's chunks rounded down to a power of two; every other rule keeps the default.
+    # Gauss–Hermite's calls rounded down to a power of two; every other rule keeps the default.
     assert sizes.pop("gauss_hermite") == {4096}
     assert set(sizes) >= {"hermite_alpha_t", "t_outer", "hermite_t", "nested"}
-    assert all(size == {ACCELERATOR_QUADRATURE_CHUNK} for size in sizes.values())
-    # On an accelerator a call computes its whole chunk: no rule runs in groups there.
-    assert all(stage.group is None for ch in plan for stage in ch.fallbacks)
-    # A lane a rule rejects goes on in chunks of the next rule's size, not the rejecting one's.
+    assert all(size == {ACCELERATOR_QUADRATURE_LANES} for size in sizes.values())
+    # On an accelerator a call computes its whole chunk: no rule runs in slices there.
+    assert all(stage.slice_lanes is None for ch in plan for stage in ch.stages)
+    # A lane a rule rejects goes on in calls of the next rule's size, not the rejecting one's.
     (chunk, *_) = (ch for ch in plan if ch.rule == "gauss_hermite" and ch.fallbacks)
-    (first, *_) = _staged_chunks(chunk.fallbacks, chunk.piece[:3], len(chunk.padded))
-    assert len(first.padded) == ACCELERATOR_QUADRATURE_CHUNK
+    (first, *_) = staged_chunks(chunk.fallbacks, chunk.piece[:3])
+    assert len(first.padded) == ACCELERATOR_QUADRATURE_LANES
     # On CPU the middle rules may be left out.
     rules = {
         r
         for ch in plan_chunks(
             c,
             "quadrature",
-            cascade=default_cascade("cpu", middle_rules=False),
-            schedule=Schedule(backend="cpu"),
+            cascade=default_cascade(middle_rules=False),
+            schedule=schedule_for("cpu"),
         )
         for r in (ch.rule, *(st.rule for st in ch.fallbacks))
     }
     assert rules == {"beta", "known", "gauss_hermite", "nested"}
 
 
-def test_a_later_pass_spreads_a_grouped_rule_s_few_lanes_over_the_workers():
-    """One call per worker for a rule computed in groups, as long as each has a group."""
-    grouped, whole = Stage("hermite_t", None, group=8), Stage("gauss_hermite", None)
-    assert _spread(grouped, 17, 64, 2) == 2  # three groups of 8: a call for each worker
-    assert _spread(grouped, 17, 64, 8) == 3  # no more calls than groups
-    assert _spread(grouped, 17, 64, 1) is None
-    assert _spread(grouped, 8, 64, 2) is None  # one group: one call
-    assert _spread(grouped, 130, 64, 2) is None  # three calls already
-    assert _spread(grouped._replace(size=16), 40, 64, 2) is None  # its own chunks: three calls
-    assert _spread(whole, 17, 64, 2) is None  # a call computes its whole chunk: no gain
-    # Each piece a chunk of the same size, every lane in one of them.
-    pieces = _staged_chunks((grouped,), np.arange(17), 64, _spread(grouped, 17, 64, 2))
+def test_a_later_pass_spreads_a_sliced_rule_s_few_lanes_over_the_workers():
+    """One call per worker for a rule computed in slices, as long as each has a slice."""
+    sliced = Stage("hermite_t", None, True, None, 64, 8)
+    whole = Stage("gauss_hermite", None, True, None, 64)
+    assert spread(sliced, 17, 2) == 2  # three slices of 8: a call for each worker
+    assert spread(sliced, 17, 8) == 3  # no more calls than slices
+    assert spread(sliced, 17, 1) is None
+    assert spread(sliced, 8, 2) is None  # one slice: one call
+    assert spread(sliced, 130, 2) is None  # three calls already
+    assert spread(sliced._replace(size=16), 40, 2) is None  # calls of 16: three calls
+    assert spread(whole, 17, 2) is None  # a call computes its whole chunk: no gain
+    # Each piece a call of the same size, every lane in one of them.
+    pieces = staged_chunks((sliced,), np.arange(17), spread(sliced, 17, 2))
     assert [len(ch.padded) for ch in pieces] == [64, 64]
     assert sorted(np.concatenate([ch.piece for ch in pieces])) == list(range(17))
 
 
 def test_gathered_a_rule_waits_for_every_lane_that_may_reach_it():
-    """``_next_calls``: a rule's lanes from everywhere in one set of calls, each of its own size."""
+    """``next_calls``: a rule's lanes from everywhere in one set of calls."""
     first, middle, last = (
-        Stage(rule, object()) for rule in ("gauss_hermite", "hermite_t", "nested")
+        Stage(rule, object(), True, None, 64) for rule in ("gauss_hermite", "hermite_t", "nested")
     )
     waiting = [
-        _Waiting((first, middle, last), 64, np.arange(0, 10)),
-        _Waiting((middle, last), 64, np.arange(10, 15)),
-        _Waiting((middle, last), 128, np.arange(15, 20)),
-        _Waiting((last,), 64, np.arange(20, 22)),
+        Waiting((first, middle, last), np.arange(0, 10)),
+        Waiting((middle, last), np.arange(10, 15)),
+        Waiting((last,), np.arange(20, 22)),
     ]
     # Only the rule no waiting lane may still reach.
-    chunks, held = _next_calls(waiting, workers=1)
+    chunks, held = next_calls(waiting, workers=1)
     assert [ch.rule for ch in chunks] == ["gauss_hermite"] and held == waiting[1:]
-    # Its rejects join the lanes waiting for the next rule, those of one chunk size together.
-    chunks, held = _next_calls([*held, _Waiting((middle, last), 64, np.arange(30, 33))], 1)
+    # Its rejects join the lanes waiting for the next rule: one call.
+    chunks, held = next_calls([*held, Waiting((middle, last), np.arange(30, 33))], 1)
     got = [(ch.rule, len(ch.padded), sorted(ch.piece.tolist())) for ch in chunks]
-    assert got == [
-        ("hermite_t", 64, [*range(10, 15), 30, 31, 32]),
-        ("hermite_t", 128, list(range(15, 20))),
-    ]
-    assert held == waiting[3:]
-    # A rule's own chunk size wins over the size its lanes came with.
-    sized = middle._replace(size=32)
-    chunks, _ = _next_calls(
-        [_Waiting((sized, last), 64, np.arange(3)), _Waiting((sized, last), 128, np.arange(3, 5))],
-        1,
-    )
-    assert [(len(ch.padded), len(ch.piece)) for ch in chunks] == [(32, 5)]
+    assert got == [("hermite_t", 64, [*range(10, 15), 30, 31, 32])]
+    assert held == waiting[2:]
 
 
 def ridge_lanes(b: int, seed: int):
@@ -348,14 +317,14 @@ def ridge_lanes(b: int, seed: int):
 
 
 def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
-    """Several chunks at once (one per core on CPU) change neither results nor progress.
+    """Several calls at once (one per core on CPU) change neither results nor progress.
 
     With NUTS the progress calls are the same too; with quadrature a later
-    pass may make more calls with more workers (:func:`sweep.fits._spread`).
+    pass may make more calls with more workers (:func:`sweep.calls.spread`).
     """
-    assert default_workers("cpu") == usable_cores() >= 1
+    assert schedule_for("cpu").workers == usable_cores() >= 1
     # On an accelerator a second call overlaps the host's work on the first.
-    assert default_workers("gpu") == ACCELERATOR_WORKERS == 2
+    assert schedule_for("gpu").workers == ACCELERATOR_WORKERS == 2
     # The NUTS settings of test_nuts' determinism test, whose ridge program is then compiled.
     settings = NUTSSettings(chains=2, warmup=50, samples=50)
     for method, c in (("nuts", ridge_lanes(140, seed=7)), ("quadrature", mixed_lanes(200, seed=7))):
@@ -370,7 +339,7 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
                 method,
                 nuts=settings,
                 on_chunk=progress.append,
-                schedule=Schedule(chunk_size=64, workers=workers),
+                schedule=schedule_for(chunk_size=64, workers=workers),
             )
             times = info.calls
             runs.append((fits, progress))
@@ -378,19 +347,18 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
         (one, one_progress), (three, three_progress) = runs
         assert sum(one_progress) == sum(three_progress) == b
         if method == "quadrature":
-            # A later pass's few lanes for a rule computed in groups go out as one
-            # call per worker (sweep.fits._spread): more calls, the same numbers.
+            # A later pass's few lanes for a rule computed in slices go out as one
+            # call per worker (sweep.calls.spread): more calls, the same numbers.
             assert calls[1] > calls[0]
         else:
             assert one_progress == three_progress
-        assert calls[0] >= 3  # several chunks, so threads did run side by side
+        assert calls[0] >= 3  # several calls, so threads did run side by side
         # The host's part of each call: a NUTS call's summaries, none for quadrature.
         if method == "nuts":
             assert all(0.0 < t.host_seconds < t.seconds for t in times)
         else:
             assert all(t.host_seconds == 0.0 for t in times)
-        for name, x, y in zip(one._fields, one, three, strict=True):
-            np.testing.assert_array_equal(x, y, err_msg=name)
+        assert fits_differing(one, three) == 0
         assert np.isfinite(one.post_sd).all()
 
 
@@ -422,7 +390,9 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     assert np.isin(others, first["hermite_alpha_t"]).all()
     # Those with s exact to the rule with t outermost.
     assert len(small) >= 3 and np.isin(small, first["t_outer"]).all()
-    both, (rules, times) = fit_lanes_info(c, keys, "quadrature", schedule=Schedule(workers=2))
+    both, info = fit_lanes_info(c, keys, "quadrature", schedule=schedule_for(workers=2))
+    rules, times = info.rules, info.calls
+    assert info.distinct == 96  # no two lanes share their counts
     # Each call is timed, with the lanes sent to its rule: all that the rule
     # took, and for the rules that pass lanes on, perhaps more.
     sent = {}
@@ -450,11 +420,11 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     # from: one worker makes one call of each program that has lanes (every
     # rule's lanes fit one chunk of 64; the t-axis rule has a program for lanes
     # whose s rule is exact and one for the others); the same numbers as two.
-    one, (_, times) = fit_lanes_info(c, keys, "quadrature", schedule=Schedule(workers=1))
+    one, info = fit_lanes_info(c, keys, "quadrature", schedule=schedule_for(workers=1))
+    times = info.calls
     calls = Counter(t.rule for t in times)
     assert calls == {**dict.fromkeys(QUADRATURE_RULES, 1), "hermite_t": 2}
-    for name, x, y in zip(both._fields, one, both, strict=True):
-        np.testing.assert_array_equal(x, y, err_msg=name)
+    assert fits_differing(one, both) == 0
     # A lane's numbers do not depend on the lanes rejected with it.
     alone = fit_lanes(jax.tree.map(lambda x: x[::2], c), keys[::2], "quadrature")
     np.testing.assert_array_equal(alone.post_sd, both.post_sd[::2])
@@ -484,3 +454,51 @@ def test_library_calls_refuse_float32_and_leave_the_switch_to_entry_points():
     finally:
         jax.config.update("jax_enable_x64", True)
     require_float64()
+
+
+def test_a_cascade_that_could_leave_a_lane_unanswered_is_refused_when_built():
+    """Every lane must end with an answer: the last rule answers all it gets."""
+    assert make_cascade(gauss_hermite(), nested())[-1].name == "nested"
+    for rules, match in (
+        ((), "at least one rule"),
+        ((gauss_hermite(),), "'gauss_hermite' passes some on"),
+        ((nested(), hermite_t()), "'hermite_t' passes some on"),
+        ((nested(), nested()), "'nested' answers every lane: the rules after it"),
+        ((hermite_t(), hermite_t(), nested()), "distinct names"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            make_cascade(*rules)
+    # fit_lanes refuses one before computing anything.
+    with pytest.raises(ValueError, match="passes some on"):
+        fit_lanes(mixed_lanes(8, seed=1), None, "quadrature", cascade=(gauss_hermite(),))
+
+
+def test_lanes_with_the_same_counts_are_fitted_once_and_get_the_same_numbers():
+    """Exact posteriors depend on the counts each rule reads alone: repeated lanes are
+    fitted once (FitInfo.distinct), and what a lane's rule does not read (ρ, η of a
+    full-model lane; the paired counts of a Beta lane) changes no bit."""
+    c, _ = with_few_paired(mixed_lanes(60, seed=12))
+    b = len(c.n_m)
+    r = np.random.default_rng(0)
+    kinds = model_kind(c.n_m, c.rho_eta_known)
+    full, beta = kinds == 2, kinds == 0
+    # Each lane twice, the second copy with what its rule does not read changed.
+    copy = c._replace(
+        rho=np.where(full, r.uniform(0.5, 1.0, b), c.rho),
+        eta=np.where(full, r.uniform(0.5, 1.0, b), c.eta),
+        n_tp=np.where(beta, 1.0, c.n_tp),
+        n_pos_paired=np.where(beta, 3.0, c.n_pos_paired),
+    )
+    both = jax.tree.map(lambda x, y: np.concatenate([np.asarray(x), np.asarray(y)]), c, copy)
+    alone, info = fit_lanes_info(c, None, "quadrature")
+    twice, twice_info = fit_lanes_info(both, None, "quadrature")
+    assert info.distinct == b and twice_info.distinct == b
+    assert sum(t.lanes for t in twice_info.calls) == sum(t.lanes for t in info.calls)
+    for half in (slice(0, b), slice(b, 2 * b)):
+        assert fits_differing(alone, take_fits(twice, half)) == 0
+        assert (twice_info.rules[half] == info.rules).all()
+    # NUTS lanes are their own (their keys differ); a Beta lane is still exact under NUTS.
+    first, lanes = distinct_lanes(both, "nuts")
+    own = first[lanes] == np.arange(2 * b)  # the lanes fitted for themselves
+    assert len(first) == own.sum() == 2 * b - beta.sum()
+    assert (lanes[b:][beta] == lanes[:b][beta]).all() and own[:b].all()

@@ -16,7 +16,8 @@ from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.summaries import epsilon
 from binmetric_sweep.sweep.cli import main
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.fits import Schedule, fit_lanes, lane_counts, lane_keys
+from binmetric_sweep.sweep.fits import fit_lanes
+from binmetric_sweep.sweep.lanes import lane_counts, lane_keys
 from binmetric_sweep.sweep.plan import (
     PlanSpec,
     exact_eps,
@@ -26,6 +27,7 @@ from binmetric_sweep.sweep.plan import (
     simulate_tests,
     solve_relaxed,
 )
+from binmetric_sweep.sweep.schedule import schedule_for
 from tests.kernels.helpers import published_table
 
 # Exact evaluations on CPU cost one compiled chunk of 64 lanes each; tests use that size.
@@ -92,7 +94,7 @@ def reference_eps(specs, index, n_phi, n_m) -> np.ndarray:
     )
     keys = lane_keys(1, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))
     counts = jax.tree.map(lambda v: v[:k], lane_counts(designs, keys, "expected"))
-    fits = fit_lanes(counts, keys[:k], "quadrature", schedule=Schedule(chunk_size=CHUNK))
+    fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule_for(chunk_size=CHUNK))
     gamma, power = np.array([x.gamma for x in s]), np.array([x.power for x in s])
     eps = np.asarray(epsilon(pad(fits.post_sd), gamma, power))
     return np.where((n_phi == 0) & (n_m == 0), 1.0, eps)[:k]

@@ -18,7 +18,8 @@ from binmetric_sweep import sweep
 from binmetric_sweep.sweep.config import load_sweep
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.grid import expand_grid
-from binmetric_sweep.sweep.runners import ACCELERATOR_SHARDS_AHEAD, default_shards_ahead, run_local
+from binmetric_sweep.sweep.runners import run_local
+from binmetric_sweep.sweep.schedule import ACCELERATOR_SHARDS_AHEAD, schedule_for
 from binmetric_sweep.sweep.shards import _node_name, device_name, make_shards, run_shard
 from tests.kernels.helpers import published_table
 
@@ -141,8 +142,8 @@ def test_shard_size_does_not_change_a_single_number(tmp_path, tiny_run, shard_si
 @pytest.mark.parametrize("ahead", [1, 3])
 def test_shards_begun_ahead_change_no_number(tmp_path, tiny_run, ahead):
     # On by default where a device waits on the host between shards; CPU cores do not.
-    assert default_shards_ahead("gpu") == ACCELERATOR_SHARDS_AHEAD == 1
-    assert default_shards_ahead("cpu") == 0
+    assert schedule_for("gpu").shards_ahead == ACCELERATOR_SHARDS_AHEAD == 1
+    assert schedule_for("cpu").shards_ahead == 0
     progress = []
     sweep.run(tiny(shard_size=1), tmp_path / "out", shards_ahead=ahead)
     for table in (sweep.load_surface, sweep.load_fits):
@@ -154,7 +155,9 @@ def test_shards_begun_ahead_change_no_number(tmp_path, tiny_run, ahead):
     # Several shards in flight report their fits to one caller: every fit once.
     spec = load_sweep(tiny(shard_size=3))
     shards = make_shards(expand_grid(spec), spec.shard_size)
-    results = list(run_local(spec, shards, on_fits=progress.append, ahead=ahead))
+    results = list(
+        run_local(spec, shards, schedule=schedule_for(shards_ahead=ahead), on_fits=progress.append)
+    )
     assert [r.index for r in results] == list(range(len(shards)))
     assert sum(progress) == 16 * 3
 
@@ -168,7 +171,7 @@ def test_a_local_run_whose_caller_stops_computes_no_more_shards():
         fitted.append(1)
         return fits
 
-    results = run_local(spec, shards, fault=count, ahead=2)
+    results = run_local(spec, shards, schedule=schedule_for(shards_ahead=2), fault=count)
     first = next(results)
     results.close()  # the caller gives up: an error in its write, an interrupt
     assert first.index == 0
@@ -193,7 +196,9 @@ def test_a_shard_that_fails_ahead_fails_the_run_and_leaves_no_thread():
 
     taken = []
     with pytest.raises(RuntimeError, match="second shard"):
-        for result in run_local(spec, shards, fault=fail_second, ahead=1):
+        for result in run_local(
+            spec, shards, schedule=schedule_for(shards_ahead=1), fault=fail_second
+        ):
             taken.append(result.index)
     assert taken == list(range(len(taken))) and len(taken) < len(shards)
     assert not [t for t in threading.enumerate() if t.name.startswith("shard")]
