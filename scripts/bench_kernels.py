@@ -244,9 +244,9 @@ def timed_fits(
                 lanes = jax.tree.map(lambda x, p=padded: np.asarray(x)[p], counts)
                 n_valid = min(len(c.piece), size)
                 if not c.sampled:
-                    fn.lower(lanes, n_valid).compile()
+                    fn.prepare(lanes, n_valid)
                 else:
-                    fn.lower(keys[padded], lanes, n_valid).compile()
+                    fn.prepare(keys[padded], lanes, n_valid)
     if WARM_UP:
         with stage(f"{label}: warm-up run"):
             fit_lanes_info(counts, keys, method, **plan)

@@ -21,7 +21,7 @@ import jax
 import pandas as pd
 
 from binmetric_sweep.kernels.summaries import FitResults
-from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
+from binmetric_sweep.sweep.compile_cache import DEFAULT, CompileClock, use_compilation_cache
 from binmetric_sweep.sweep.config import SweepSpec, load_sweep, spec_from_canonical
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
@@ -36,7 +36,16 @@ Backend = Literal["local", "ray"]
 
 @dataclass(frozen=True)
 class RunReport:
-    """What one call of :func:`run` did."""
+    """What one call of :func:`run` did.
+
+    ``stages``: where its wall time went, in seconds: "start" (the sweep file,
+    the grid, the store opened), then over the shards it computed "counts",
+    "fits" (of which "programs": traced, loaded or compiled, in this process),
+    "summaries", "tables" (Arrow), and "writes" (Parquet, synced). With shards
+    begun ahead the shards' stages overlap in time. ``rule_seconds``: of
+    "fits", each quadrature rule's (or NUTS's) calls, summed over calls that
+    overlap in time.
+    """
 
     out: Path
     configurations: int
@@ -47,6 +56,8 @@ class RunReport:
     stale_temporaries: int = 0
     seconds: float = 0.0
     compile_cache: Path | None = None
+    stages: dict[str, float] = field(default_factory=dict)
+    rule_seconds: dict[str, float] = field(default_factory=dict)
 
     def line(self) -> str:
         """One readable line for the user."""
@@ -188,7 +199,9 @@ def run(
     spec, configurations, shards = _plan(sweep, max_configurations)
     cache = use_compilation_cache(compile_cache)
     store = open_store(out, spec, [len(s.configurations) for s in shards], create=True)
-    with store.lock():
+    stages: dict[str, float] = {}
+    rule_seconds: dict[str, float] = {}
+    with store.lock(), CompileClock() as programs:
         stale = store.remove_stale_temporaries()
         states = store.states()
         corrupt = [s.index for s in states if s.state == "corrupt"]
@@ -221,9 +234,13 @@ def run(
             request = compile_cache if cache is None or compile_cache == DEFAULT else cache
             results = run_ray(spec, todo, address=address, fault=fault, compile_cache=request)
         computed = 0
+        stages["start"] = time.perf_counter() - started
         try:
             for result in results:
+                wrote = time.perf_counter()
                 store.write_shard(result)
+                _add(stages, {"writes": time.perf_counter() - wrote, **result.stages})
+                _add(rule_seconds, result.rule_seconds)
                 computed += 1
                 if bar is not None:
                     if backend == "ray":
@@ -232,6 +249,7 @@ def run(
         finally:
             if bar is not None:
                 bar.close()
+    stages["programs"] = programs.seconds
     return RunReport(
         out=Path(out),
         configurations=len(configurations),
@@ -242,7 +260,14 @@ def run(
         stale_temporaries=stale,
         seconds=time.perf_counter() - started,
         compile_cache=cache,
+        stages=stages,
+        rule_seconds=rule_seconds,
     )
+
+
+def _add(total: dict[str, float], more) -> None:
+    for name, seconds in more.items():
+        total[name] = total.get(name, 0.0) + seconds
 
 
 def _open_existing(out: str | Path) -> tuple[Store, dict]:

@@ -32,6 +32,7 @@ import os
 import pickle
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -42,6 +43,7 @@ import jax
 from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = [
+    "CompileClock",
     "DEFAULT",
     "ENV_VAR",
     "PROGRAMS_FOLDER",
@@ -201,18 +203,17 @@ class ExportedProgram:
         self._lock = threading.Lock()
 
     def __call__(self, *args):
-        leaves, in_tree = jax.tree.flatten(args)
-        if self._signature(leaves, in_tree) in self._calls:
-            call, out_tree, leaves = self._resolve(args)
-            return jax.tree.unflatten(out_tree, call(*leaves))
-        with _compiling(self.name):  # traced or loaded, then compiled by its first call
-            call, out_tree, leaves = self._resolve(args)
-            return jax.tree.unflatten(out_tree, call(*leaves))
+        call, out_tree, leaves = self._resolve(args)
+        return jax.tree.unflatten(out_tree, call(*leaves))
 
-    def lower(self, *args):
-        """The lowered program these arguments run (``.compile()`` it ahead of a call)."""
-        call, _, leaves = self._resolve(args)
-        return call.lower(*leaves)
+    def prepare(self, *args) -> None:
+        """Trace or load, then compile, the program these arguments run, ahead of a call.
+
+        Thread-safe: each program is prepared once per signature, and a call
+        that needs it meanwhile waits for it. Several programs can be prepared at
+        once, in threads of their own (XLA compiles without the GIL).
+        """
+        self._resolve(args)
 
     @staticmethod
     def _signature(leaves, in_tree) -> tuple:
@@ -221,10 +222,14 @@ class ExportedProgram:
     def _resolve(self, args):
         leaves, in_tree = jax.tree.flatten(args)
         signature = self._signature(leaves, in_tree)
-        with self._lock:
-            if signature not in self._calls:
-                self._calls[signature] = self._load_or_export(leaves, in_tree, signature)
-        call, out_tree = self._calls[signature]
+        found = self._calls.get(signature)
+        if found is None:
+            with self._lock:
+                if signature not in self._calls:
+                    with _compiling(self.name):
+                        self._calls[signature] = self._load_or_export(leaves, in_tree, signature)
+            found = self._calls[signature]
+        call, out_tree = found
         return call, out_tree, leaves
 
     def _load_or_export(self, leaves, in_tree, signature):
@@ -246,7 +251,9 @@ class ExportedProgram:
             return exported.call(*xs)
 
         program.__name__ = program.__qualname__ = self.name
-        return jax.jit(program), out_tree
+        # Compiled here, once (JAX's own cache first): a jitted function called from two
+        # threads at once could compile it twice.
+        return jax.jit(program).lower(*leaves).compile(), out_tree
 
     def _export(self, leaves, in_tree):
         out_trees = []
@@ -281,6 +288,40 @@ def remove_compile_listener(listener: Callable[[str, bool], None]) -> None:
     with _listeners_lock:
         if listener in _listeners:
             _listeners.remove(listener)
+
+
+class CompileClock:
+    """Wall seconds during which some program was being prepared (traced or loaded, then
+    compiled), from :func:`add_compile_listener`'s events, while it is open.
+
+    Programs prepared at once in several threads count once: it is the time a run
+    spent waiting on programs, not the sum of their compile times.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._open = 0
+        self._since = 0.0
+        self.seconds = 0.0
+
+    def _event(self, name: str, begun: bool) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            if begun:
+                if self._open == 0:
+                    self._since = now
+                self._open += 1
+            elif self._open:
+                self._open -= 1
+                if self._open == 0:
+                    self.seconds += now - self._since
+
+    def __enter__(self) -> CompileClock:
+        add_compile_listener(self._event)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        remove_compile_listener(self._event)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from binmetric_sweep.kernels.summaries import FitResults
 from binmetric_sweep.sweep.config import SweepSpec
+from binmetric_sweep.sweep.fits import FitMemo
 from binmetric_sweep.sweep.schedule import Schedule, schedule_for
 from binmetric_sweep.sweep.shards import Shard, ShardResult, run_shard
 
@@ -41,10 +42,11 @@ def run_local(
     stop after their calls under way and nothing more is computed.
     """
     schedule = schedule_for() if schedule is None else schedule
+    memo = FitMemo()  # configurations whose counts recur across shards are fitted once
     ahead = schedule.shards_ahead
     if ahead <= 0:
         for shard in shards:
-            yield run_shard(spec, shard, schedule=schedule, on_fits=on_fits, fault=fault)
+            yield run_shard(spec, shard, schedule=schedule, memo=memo, on_fits=on_fits, fault=fault)
         return
     stop, lock = threading.Event(), threading.Lock()
 
@@ -63,6 +65,7 @@ def run_local(
                     spec,
                     shard,
                     schedule=schedule,
+                    memo=memo,
                     on_fits=report,
                     fault=fault,
                     stop=stop,

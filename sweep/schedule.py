@@ -161,6 +161,14 @@ class Schedule(NamedTuple):
         """Lanes in every call of quadrature rule ``rule`` (a power of two)."""
         return power_of_two_below(self.rule_lanes.get(rule, self.quadrature_lanes))
 
+    def call_sizes(self) -> tuple:
+        """What a lane's numbers may depend on here: every call and slice size (hashable)."""
+        return (
+            self.quadrature_lanes,
+            tuple(sorted(self.rule_lanes.items())),
+            tuple(sorted(self.rule_slices.items())),
+        )
+
     def slice_lanes(self, rule: str) -> int | None:
         """Lanes a call of ``rule`` computes at a time; None: the whole call at once."""
         return self.rule_slices.get(rule)

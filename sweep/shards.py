@@ -13,7 +13,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 import jax
@@ -25,10 +26,10 @@ from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
 from binmetric_sweep.sweep.config import SweepSpec
-from binmetric_sweep.sweep.fits import fit_lanes
+from binmetric_sweep.sweep.fits import FitMemo, fit_lanes_info
 from binmetric_sweep.sweep.grid import CONFIG_COLUMNS, id_words
 from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
-from binmetric_sweep.sweep.schedule import Schedule, schedule_for
+from binmetric_sweep.sweep.schedule import Schedule, bucket, schedule_for
 
 __all__ = [
     "Shard",
@@ -112,6 +113,11 @@ class ShardResult(NamedTuple):
             the device, :func:`kernels.nuts.resolve_loop`: never "auto"), ""
             for quadrature. On a GPU the chain kernel and the leapfrog loop
             give different draws for the same seed.
+        stages: wall seconds of each step: "counts" (keys and counts), "fits"
+            (programs traced, loaded or compiled included), "summaries" (per
+            configuration), "tables" (Arrow).
+        rule_seconds: of "fits", the seconds of each rule's calls (or "nuts"),
+            summed over calls that may overlap in time (several workers).
     """
 
     index: int
@@ -121,6 +127,8 @@ class ShardResult(NamedTuple):
     seconds: float
     device: str = ""
     loop: str = ""
+    stages: Mapping[str, float] = MappingProxyType({})
+    rule_seconds: Mapping[str, float] = MappingProxyType({})
 
 
 def make_shards(configurations: pd.DataFrame, shard_size: int) -> list[Shard]:
@@ -177,6 +185,7 @@ def run_shard(
     shard: Shard,
     *,
     schedule: Schedule | None = None,
+    memo: FitMemo | None = None,
     on_fits: Callable[[int], None] | None = None,
     fault: Callable[[FitResults], FitResults] | None = None,
     stop: threading.Event | None = None,
@@ -188,6 +197,8 @@ def run_shard(
         shard: the configurations to compute.
         schedule: how its fits are laid out on the device
             (:func:`sweep.schedule.schedule_for`; None: JAX's default device's).
+        memo: exact fits of the sweep's other shards, taken for lanes with the
+            same counts (:class:`sweep.fits.FitMemo`); the numbers do not depend on it.
         on_fits: called with the number of fits finished after each call.
         fault: test hook applied to the fits before they are summarised (for
             fault injection: it may put NaN or infinity into any field).
@@ -201,16 +212,25 @@ def run_shard(
         or where it runs.
     """
     require_float64()
-    start = time.perf_counter()
+    start = last = time.perf_counter()
+    stages: dict[str, float] = {}
+
+    def lap(stage: str) -> None:  # the wall time since the last lap, added to this stage's
+        nonlocal last
+        now = time.perf_counter()
+        stages[stage] = stages.get(stage, 0.0) + now - last
+        last = now
+
     configs = shard.configurations
     c, r = len(configs), spec.replicates
     words = np.repeat(id_words(configs["config_id"].to_numpy()), r, axis=0)
     replicate = np.tile(np.arange(r), c)
     keys = lane_keys(spec.seed, words, replicate)
     counts = lane_counts(_designs(configs, r), keys, spec.counts)
+    lap("counts")
     schedule = schedule_for() if schedule is None else schedule
     nuts = resolve_loop(nuts_settings(spec), schedule.device)
-    fits = fit_lanes(
+    fits, info = fit_lanes_info(
         counts,
         keys,
         spec.method,
@@ -219,27 +239,27 @@ def run_shard(
         schedule=schedule,
         on_chunk=on_fits,
         stop=stop,
+        memo=memo,
     )
+    lap("fits")
     if fault is not None:
         fits = fault(fits)
     finite = np.isfinite(fits.post_mean) & np.isfinite(fits.post_sd)
     finite &= np.isfinite(fits.ci_low) & np.isfinite(fits.ci_high)
     fits = fits._replace(post_mean=np.where(finite, fits.post_mean, np.nan))
     fits_table = _fits_table(configs, replicate, counts, fits, finite)
-    per_config = FitResults(*(np.asarray(x).reshape(c, r) for x in fits))
+    lap("tables")  # the fits' table; the surface's is added below
     gammas, powers = (
         np.asarray(v, np.float64).ravel()
         for v in np.meshgrid(spec.gamma, spec.power, indexing="ij")
     )
-    summary = summarize_configurations(
-        configs["alpha"].to_numpy(float),
-        per_config,
-        gammas,
-        ((configs["n_phi"] == 0) & (configs["n_m"] == 0)).to_numpy(),
-        powers,
-    )
-    summary = jax.tree.map(np.asarray, summary)
+    summary = _summaries(configs, fits, r, gammas, powers)
+    lap("summaries")
     surface = _surface_table(spec, shard.index, configs, gammas, powers, summary)
+    lap("tables")
+    rule_seconds: dict[str, float] = {}
+    for call in info.calls:
+        rule_seconds[call.rule] = rule_seconds.get(call.rule, 0.0) + call.seconds
     return ShardResult(
         shard.index,
         fits_table,
@@ -248,7 +268,32 @@ def run_shard(
         time.perf_counter() - start,
         device_name(),
         nuts.loop if spec.method == "nuts" else "",
+        stages,
+        rule_seconds,
     )
+
+
+def _summaries(configs: pd.DataFrame, fits: FitResults, replicates: int, gammas, powers):
+    """Each configuration's summaries over its replicates, as NumPy.
+
+    The summaries run as JAX operations one by one, each compiled on first
+    use for its shapes, so the configurations are padded to a power of two
+    (repeating the first): a sweep's shards then share one set of compiled
+    operations. Each configuration's row is computed on its own values alone,
+    the same in any batch (tests/sweep/test_run.py: shard sizes change no
+    number).
+    """
+    c = len(configs)
+    rows = np.resize(np.arange(c), bucket(c))
+    per_config = FitResults(*(np.asarray(x).reshape(c, replicates)[rows] for x in fits))
+    summary = summarize_configurations(
+        configs["alpha"].to_numpy(float)[rows],
+        per_config,
+        gammas,
+        ((configs["n_phi"] == 0) & (configs["n_m"] == 0)).to_numpy()[rows],
+        powers,
+    )
+    return jax.tree.map(lambda x: np.asarray(x)[:c], summary)
 
 
 def _fits_table(configs, replicate, counts, fits: FitResults, finite) -> pa.Table:

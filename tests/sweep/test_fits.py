@@ -21,6 +21,7 @@ from binmetric_sweep.sweep.calls import (
     plan_chunks,
     spread,
     staged_chunks,
+    take,
 )
 from binmetric_sweep.sweep.cascade import (
     FULL_MODEL_RULES,
@@ -31,7 +32,7 @@ from binmetric_sweep.sweep.cascade import (
     make_cascade,
     nested,
 )
-from binmetric_sweep.sweep.fits import distinct_lanes, fit_lanes, fit_lanes_info
+from binmetric_sweep.sweep.fits import FitMemo, distinct_lanes, fit_lanes, fit_lanes_info
 from binmetric_sweep.sweep.lanes import lane_keys, require_float64
 from binmetric_sweep.sweep.schedule import (
     ACCELERATOR_QUADRATURE_LANES,
@@ -502,3 +503,19 @@ def test_lanes_with_the_same_counts_are_fitted_once_and_get_the_same_numbers():
     own = first[lanes] == np.arange(2 * b)  # the lanes fitted for themselves
     assert len(first) == own.sum() == 2 * b - beta.sum()
     assert (lanes[b:][beta] == lanes[:b][beta]).all() and own[:b].all()
+
+
+def test_a_memo_carries_exact_fits_to_later_batches_with_the_same_counts():
+    """A runner's FitMemo: a later batch's lanes with known counts are not fitted again,
+    and get the same bits; a batch with another level is refused."""
+    c = mixed_lanes(40, seed=13)
+    memo = FitMemo()
+    alone = fit_lanes(c, None, "quadrature")
+    first, info = fit_lanes_info(take(c, slice(0, 30)), None, "quadrature", memo=memo)
+    assert info.distinct == 30
+    progress = []
+    again, info = fit_lanes_info(c, None, "quadrature", memo=memo, on_chunk=progress.append)
+    assert info.distinct == 10 and sum(progress) == 40 and progress[0] == 30
+    assert fits_differing(alone, again) == 0
+    with pytest.raises(ValueError, match="another level"):
+        fit_lanes(c, None, "quadrature", level=0.9, memo=memo)
