@@ -10,7 +10,9 @@
 # 2. NUTS at SIZE lanes with the chain kernel: the default (two workers), then one worker.
 # Either's one-worker fits must be the default's bit for bit.
 # 3. sweep compare: 100 systems x 10,000 ratings, both rate models (bench_compare.py).
-# SIZE (default 10^5) lets the script be dry-run on a CPU.
+# 4. The legacy grid by quadrature end to end, cold then warm, with where its time goes
+#    (bench_sweep.py; also the quick start and the first sweep compare, cold).
+# SIZE (default 10^5) and SWEEP (default the legacy grid) let the script be dry-run on a CPU.
 set -o pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
@@ -27,6 +29,7 @@ ln -sfn "$PWD/kernels" "$SITE/binmetric_sweep/kernels"
 export PYTHONPATH="$SITE" JAX_COMPILATION_CACHE_DIR=/tmp/binmetric-xla
 R=${OUT:-/tmp/binmetric-gpu-results}; mkdir -p "$R"
 SIZE=${SIZE:-100000}
+SWEEP=${SWEEP:-configs/legacy-grid.yaml}
 T0=$(date +%s)
 left() { echo $(( $1 - ($(date +%s) - T0) )); }
 step() { echo "=== +$(( $(date +%s) - T0 ))s: $*"; }
@@ -40,5 +43,8 @@ timeout "$(left 590)" python3 scripts/bench_kernels.py --nuts-only --lockstep 0 
   --loops kernel --sizes "$SIZE" --workers 1 --out "$R" 2>&1 | grep -v "^ "
 step "sweep compare, 100 systems x 10,000 ratings, per-system and shared rates"
 timeout "$(left 590)" python3 scripts/bench_compare.py --out "$R" 2>&1 | grep -v "^ "
+step "the legacy grid ($SWEEP) by quadrature end to end: cold, then twice warm"
+timeout "$(left 590)" python3 scripts/bench_sweep.py "$SWEEP" --method quadrature --repeats 2 \
+  --out "$R" 2>&1 | grep -v "^ "
 step done
 ls -la "$R"

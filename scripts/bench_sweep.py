@@ -1,29 +1,33 @@
-"""A whole sweep's throughput, with each number of shards begun ahead, side by side, as JSON.
+"""A sweep end to end, cold and warm, where its time goes, side by side with an earlier version.
 
-``bench_kernels.py`` times the fits alone; a sweep also draws each shard's
-counts, summarises its configurations and writes two Parquet files a shard,
-and the in-process runner (:func:`sweep.runners.run_local`) computes its
-shards one after another unless it begins some ahead. This runs a sweep file
-end to end (:func:`sweep.run`, the local backend) into a fresh directory for
-each ``--ahead`` value, once untimed first (every program compiled, into the
-compilation cache) and then ``--repeats`` times in alternating order, and
-reports seconds, configurations/s and fits/s (medians), their ratio to the
-first value's, and whether every run's surface and fits came out the same,
-bit for bit.
+Each run is a fresh process, as a user's is (imports included), timed from the
+outside with its peak memory (the process's maximum resident set):
 
-On a GPU, the legacy grid (158,400 configurations in 39 shards of 4096, NUTS
-for all but the N_M = 0 ones) is the sweep the project was built for; on
-CPU a small sweep will do (``configs/sampled-coverage.yaml``, quadrature).
+* the sweep (by default the legacy grid, 158,400 configurations, with
+  ``--method quadrature``) with an empty compile cache (cold), then
+  ``--repeats`` times with the programs it cached (warm);
+* the README's quick start sweep, cold;
+* the first ``sweep compare examples/ratings.csv``, cold.
 
-Usage: python scripts/bench_sweep.py [configs/legacy-grid.yaml] [--ahead 0 1]
-           [--repeats 2] [--out benchmarks/results] [--compile-cache DIR]
+The present code also reports where each sweep run's time went
+(:attr:`sweep.RunReport.stages`: start, counts, fits and of them programs,
+summaries, Arrow tables, Parquet writes; and each rule's calls). With
+``--baseline REF`` the same runs are made with the code at that git ref (a
+worktree of it, put first on ``PYTHONPATH``), alternating with the present
+code's, and the two versions' sweep outputs are compared field by field (the
+same bits, or which columns differ). The record is written to ``--out`` as
+``sweep-<device>-<time>.json`` as each run ends.
+
+Usage: python scripts/bench_sweep.py [configs/legacy-grid.yaml] [--method quadrature]
+           [--repeats 2] [--baseline REF] [--out benchmarks/results]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,93 +35,191 @@ from pathlib import Path
 from statistics import median
 
 import pandas as pd
+import yaml
 
-from binmetric_sweep import sweep
-from binmetric_sweep.sweep.config import load_sweep
-from binmetric_sweep.sweep.grid import expand_grid
+from binmetric_sweep.kernels.summaries import values_differ
 from binmetric_sweep.sweep.records import StageLog, provenance
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def run_once(
-    sweep_file: str, ahead: int, compile_cache: str
-) -> tuple[float, pd.DataFrame, pd.DataFrame]:
-    """Seconds the sweep took with ``ahead`` shards begun ahead, and its surface and fits."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out"
-        start = time.perf_counter()
-        sweep.run(sweep_file, out, compile_cache=compile_cache, shards_ahead=ahead)
-        seconds = time.perf_counter() - start
-        keys = ["config_id", "gamma", "power"]
-        surface = sweep.load_surface(out).drop(columns="shard", errors="ignore").sort_values(keys)
-        fits = sweep.load_fits(out).drop(columns="shard", errors="ignore")
-        fits = fits.sort_values(["config_id", "replicate"])
-        return seconds, surface.reset_index(drop=True), fits.reset_index(drop=True)
+#: What a child process runs for a sweep: it prints a JSON line with the run's
+#: seconds and, where the version reports them, its stages.
+RUN_SWEEP = """
+import json, sys
+from binmetric_sweep import sweep
+report = sweep.run(sys.argv[1], sys.argv[2], compile_cache=sys.argv[3], progress=False)
+print(json.dumps({"seconds": report.seconds, "stages": getattr(report, "stages", {}),
+                  "rule_seconds": getattr(report, "rule_seconds", {})}))
+"""
+
+
+class Version:
+    """A version of the package to run: the present checkout, or a git ref's worktree."""
+
+    def __init__(self, name: str, pythonpath: str | None):
+        self.name, self.pythonpath = name, pythonpath
+
+    def env(self, **extra) -> dict:
+        env = {**os.environ, **extra}
+        if self.pythonpath:
+            env["PYTHONPATH"] = self.pythonpath
+        return env
+
+
+def run_child(command: list[str], env: dict) -> tuple[float, float, str]:
+    """Wall seconds, peak resident memory (MB) and standard output of a child process."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = child.stdout.read()
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    if status:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{err.decode()[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024, out.decode()
+
+
+def sweep_run(version: Version, sweep_file: Path, out: Path, cache: Path) -> dict:
+    """Run a sweep into ``out`` in a fresh process; its wall seconds, peak MB and report."""
+    command = [sys.executable, "-c", RUN_SWEEP, str(sweep_file), str(out), str(cache)]
+    seconds, peak, text = run_child(command, version.env())
+    report = json.loads(text.strip().splitlines()[-1])
+    return {"wall_s": seconds, "peak_mb": peak, **report}
+
+
+def compare_run(version: Version, cache: Path) -> dict:
+    """The first ``sweep compare examples/ratings.csv``, with an empty compile cache."""
+    command = [sys.executable, "-m", "binmetric_sweep.sweep", "compare"]
+    command.append(str(ROOT / "examples" / "ratings.csv"))
+    env = version.env(BINMETRIC_SWEEP_COMPILE_CACHE=str(cache))
+    seconds, peak, _ = run_child(command, env)
+    return {"wall_s": seconds, "peak_mb": peak}
+
+
+def differing_columns(a: Path, b: Path) -> dict:
+    """Per table, the columns whose values differ at all between two sweep outputs."""
+    out = {}
+    keys = {"fits": ["config_id", "replicate"], "surface": ["config_id", "gamma", "power"]}
+    for table, by in keys.items():
+        x, y = (
+            pd.read_parquet(d / table)
+            .drop(columns="shard", errors="ignore")
+            .sort_values(by)
+            .reset_index(drop=True)
+            for d in (a, b)
+        )
+        columns = sorted(set(x.columns) & set(y.columns))
+        out[table] = [c for c in columns if values_differ(x[c], y[c]).any()]
+        only = sorted(set(x.columns) ^ set(y.columns))
+        if only:
+            out[f"{table}_in_one_only"] = only
+    return out
+
+
+def worktree(ref: str, where: Path) -> str:
+    """A PYTHONPATH on which ``binmetric_sweep`` is the package at git ``ref``."""
+    tree = where / "tree"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref],
+        check=True,
+        capture_output=True,
+    )
+    site = where / "site" / "binmetric_sweep"
+    site.mkdir(parents=True)
+    for package in ("sweep", "kernels"):
+        (site / package).symlink_to(tree / package)
+    return str(site.parent)
 
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_file", nargs="?", default="configs/legacy-grid.yaml")
-    parser.add_argument("--ahead", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--out", default="benchmarks/results")
-    parser.add_argument(
-        "--compile-cache",
-        default=os.environ.get("JAX_COMPILATION_CACHE_DIR"),
-        help="where programs are kept between the runs (default: $JAX_COMPILATION_CACHE_DIR, "
-        "else a temporary directory)",
-    )
+    parser.add_argument("sweep_file", nargs="?", default=str(ROOT / "configs/legacy-grid.yaml"))
+    parser.add_argument("--method", choices=("nuts", "quadrature"), default="quadrature")
+    parser.add_argument("--repeats", type=int, default=2, help="warm runs of the sweep")
+    parser.add_argument("--baseline", help="a git ref to run side by side (e.g. v0.34.0's commit)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results"))
     args = parser.parse_args(argv)
-    spec = load_sweep(args.sweep_file)
-    configurations = len(expand_grid(spec))
-    fits = configurations * spec.replicates
+    work = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+    spec = yaml.safe_load(Path(args.sweep_file).read_text())
+    spec["method"] = args.method
+    sweep_file = work / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    versions = [Version("present", None)]
+    if args.baseline:
+        versions.insert(0, Version(args.baseline, worktree(args.baseline, work / "baseline")))
+    from binmetric_sweep.sweep.shards import device_name
+
     result = {
         **provenance("bench_sweep.py", argv),
         "sweep": args.sweep_file,
-        "method": spec.method,
-        "configurations": configurations,
-        "fits": fits,
-        "shard_size": spec.shard_size,
+        "method": args.method,
+        "versions": {v.name: {} for v in versions},
         "partial": True,
     }
-    log = StageLog(result, args.out, "sweep")
-    cache = args.compile_cache or tempfile.mkdtemp(prefix="bench-sweep-cache-")
+    log = StageLog(result, args.out, f"sweep-{device_name().split(':')[0]}")
     try:
-        with log.stage(f"first run, ahead {args.ahead[0]} (programs compiled)"):
-            _, surface, fitted = run_once(args.sweep_file, args.ahead[0], cache)
-        seconds = {a: [] for a in args.ahead}
-        same = True
+        outputs = {}
+        for v in versions:
+            record = result["versions"][v.name]
+            out = work / v.name.replace("/", "_") / "sweep"
+            cache = work / v.name.replace("/", "_") / "cache"
+            record["cold"] = sweep_run(v, sweep_file, out, cache)
+            log.record(f"{v.name}: sweep, cold", record["cold"]["wall_s"])
+            outputs[v.name] = out
         for r in range(args.repeats):
-            order = args.ahead if r % 2 == 0 else args.ahead[::-1]
-            for ahead in order:
-                s, got_surface, got_fits = run_once(args.sweep_file, ahead, cache)
-                log.record(f"run {r + 1}, {ahead} shard(s) ahead", s)
-                seconds[ahead].append(s)
-                same &= got_surface.equals(surface) and got_fits.equals(fitted)
-                result["seconds_by_ahead"] = {str(a): v for a, v in seconds.items()}
-                log.write()
+            for v in versions if r % 2 == 0 else versions[::-1]:
+                record = result["versions"][v.name]
+                out = work / v.name.replace("/", "_") / f"warm-{r}"
+                cache = work / v.name.replace("/", "_") / "cache"
+                record.setdefault("warm", []).append(sweep_run(v, sweep_file, out, cache))
+                log.record(f"{v.name}: sweep, warm {r + 1}", record["warm"][-1]["wall_s"])
+        for v in versions:
+            record = result["versions"][v.name]
+            quick = work / v.name.replace("/", "_") / "quickstart"
+            record["quickstart_cold"] = sweep_run(
+                v, ROOT / "configs/quickstart.yaml", quick / "out", quick / "cache"
+            )
+            log.record(f"{v.name}: quick start, cold", record["quickstart_cold"]["wall_s"])
+            record["compare_cold"] = compare_run(v, work / v.name.replace("/", "_") / "c-cache")
+            log.record(f"{v.name}: compare, cold", record["compare_cold"]["wall_s"])
     finally:
-        if cache != args.compile_cache:
-            shutil.rmtree(cache, ignore_errors=True)
-    base = median(seconds[args.ahead[0]])
-    result["by_ahead"] = {
-        str(a): {
-            "seconds": median(v),
-            "configurations_per_s": configurations / median(v),
-            "fits_per_s": fits / median(v),
-            f"speedup_over_ahead_{args.ahead[0]}": base / median(v),
+        if args.baseline:
+            subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(ROOT),
+                    "worktree",
+                    "remove",
+                    "--force",
+                    str(work / "baseline" / "tree"),
+                ],
+                capture_output=True,
+            )
+    for v in versions:
+        record = result["versions"][v.name]
+        record["summary"] = {
+            "sweep_cold_s": record["cold"]["wall_s"],
+            "sweep_warm_s": median(w["wall_s"] for w in record["warm"]) if args.repeats else None,
+            "sweep_peak_mb": max(w["peak_mb"] for w in [record["cold"], *record.get("warm", [])]),
+            "quickstart_cold_s": record["quickstart_cold"]["wall_s"],
+            "compare_cold_s": record["compare_cold"]["wall_s"],
         }
-        for a, v in seconds.items()
-    }
-    result["same_numbers"] = bool(same)
+    if args.baseline:
+        result["differing_columns"] = differing_columns(outputs[args.baseline], outputs["present"])
+        old, new = (result["versions"][v.name]["summary"] for v in versions)
+        result["present_over_baseline"] = {
+            name: new[name] / old[name] for name in new if old[name] and new[name]
+        }
     del result["partial"]
     path = log.write()
-    for a, row in result["by_ahead"].items():
-        print(
-            f"ahead {a}: {row['seconds']:.2f} s, {row['fits_per_s']:.0f} fits/s, "
-            f"{row[f'speedup_over_ahead_{args.ahead[0]}']:.2f}x"
-        )
-    print(f"same numbers in every run: {same}; written {path}")
+    for v in versions:
+        summary = result["versions"][v.name]["summary"]
+        print(v.name, json.dumps({k: round(x, 1) for k, x in summary.items() if x is not None}))
+    if args.baseline:
+        print("columns differing:", result["differing_columns"])
+    print(f"written {path}")
 
 
 if __name__ == "__main__":

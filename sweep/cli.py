@@ -376,7 +376,6 @@ def _compare(args) -> None:
         comparison_text,
         write_tables,
     )
-    from binmetric_sweep.sweep.compile_cache import use_compilation_cache
 
     # Everything that can be refused is refused before the analysis runs.
     if args.output:
@@ -391,7 +390,6 @@ def _compare(args) -> None:
     if planning and args.cost_metric is None:
         first = next(iter(planning)).replace("_", "-")
         raise SweepError(f"--{first}: needs --cost-metric (what to rate next)")
-    use_compilation_cache(DEFAULT_COMPILE_CACHE, strict=False)
     result = compare(
         args.ratings,
         rates=args.rates,

@@ -16,6 +16,7 @@ import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
 from binmetric_sweep.sweep.compare.ratings import check_counts, counts_from_ratings, read_ratings
+from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = ["Comparison", "compare"]
@@ -50,6 +51,8 @@ def compare(
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
     """
+    # Compiled programs kept for the next run, as ``sweep run`` keeps them.
+    use_compilation_cache(DEFAULT, strict=False)
     if isinstance(ratings, pd.DataFrame) and {"human", "metric"} <= set(ratings.columns):
         counts = counts_from_ratings(ratings, "ratings")
     elif isinstance(ratings, pd.DataFrame):

@@ -10,6 +10,7 @@ from typing import Literal
 import jax
 import numpy as np
 
+from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.plan.exact import _Memo
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, _relax_with_kappa
@@ -41,8 +42,10 @@ def plan_grid(
     Raises:
         SweepError: a bad scenario (one line naming it and the field).
     """
-    # The entry point (``sweep plan``; :func:`plan` calls it): every stage below in float64.
+    # The entry point (``sweep plan``; :func:`plan` calls it): every stage below in float64,
+    # with compiled programs kept for the next plan, as ``sweep run`` keeps them.
     jax.config.update("jax_enable_x64", True)
+    use_compilation_cache(DEFAULT, strict=False)
     specs = [_spec(s, f"scenarios[{i}]") for i, s in enumerate(scenarios)]
     if not specs:
         raise SweepError("scenarios: the list is empty; give at least one scenario")

@@ -4,8 +4,8 @@ One batched NUTS call (default settings: 4 chains × (500 + 1000), the
 one-leapfrog-per-iteration loop) fits the published table's expected counts
 and count tuples drawn across the issue's ranges (edge cases and known ρ, η
 included): over 200 sampled fits, each compared with its exact posterior.
-NumPyro's own NUTS, the oracle, is held to the same bounds on a subset, with a
-diagonal mass matrix and with a dense one.
+NumPyro's own NUTS, the oracle, is held to the same bounds on a subset (a dozen
+fits), with a diagonal mass matrix and with a dense one.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -64,7 +64,8 @@ def test_nuts_agrees_with_quadrature_on_200_tuples(agreement):
 
 @pytest.mark.parametrize("dense_mass", [False, True], ids=["diagonal", "dense"])
 def test_numpyro_s_own_nuts_agrees_with_quadrature(agreement, dense_mass):
-    """The oracle: NumPyro's NUTS (``numpyro.infer.hmc``) on every ninth sampled lane.
+    """The oracle: NumPyro's NUTS (``numpyro.infer.hmc``) on every eighteenth sampled lane
+    (every third with ρ, η known).
 
     The sampler (kernels/stepwise.py) runs the same NUTS one leapfrog at a time;
     NumPyro's own, on the same log-density and coordinates, is held to the same
@@ -72,12 +73,11 @@ def test_numpyro_s_own_nuts_agrees_with_quadrature(agreement, dense_mass):
     dense one (which the sampler does not adapt).
     """
     _, c, exact, fit = agreement
-    index = np.flatnonzero(~fit.exact)[::9]
-    assert len(index) >= 20
+    sampled = np.flatnonzero(~fit.exact)
     key = jax.random.key(3)
     for known in (False, True):
-        group = index[np.asarray(c.rho_eta_known)[index] == known]
-        assert len(group)
+        group = sampled[np.asarray(c.rho_eta_known)[sampled] == known][:: 3 if known else 18]
+        assert len(group) >= (2 if known else 10)
         lanes = jax.tree.map(lambda x, g=group: np.asarray(x)[g], c)
         keys = jax.random.split(jax.random.fold_in(key, known), len(group))
         draws = numpyro_nuts(keys, lanes, 1 if known else 3, dense_mass)

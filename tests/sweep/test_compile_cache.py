@@ -19,8 +19,10 @@ from binmetric_sweep.sweep.compile_cache import (
     ENV_VAR,
     PROGRAMS_FOLDER,
     ExportedProgram,
+    add_compile_listener,
     default_cache_dir,
     programs_dir,
+    remove_compile_listener,
 )
 
 from .helpers import REPO, sorted_surface, tiny
@@ -128,5 +130,18 @@ def test_an_exported_program_is_found_again_and_a_damaged_file_is_traced_afresh(
         assert (path.stat().st_ino == before) == (damage is None)
         assert path.stat().st_size > 100
     assert not list(directory.glob("*.tmp"))
-    # Lowered ahead (as the benchmark does), it is the program a call runs.
-    assert "sine" in first.lower(x, 2).as_text()
+    # Prepared ahead (as the benchmark does), a call prepares nothing more.
+    events = []
+
+    def listen(program, begun):
+        events.append((program, begun))
+
+    add_compile_listener(listen)
+    try:
+        ahead = ExportedProgram(jitted(), name, (0.75,))
+        ahead.prepare(x, 2)
+        assert events == [(name, True), (name, False)]
+        ahead(x, 3)
+        assert len(events) == 2
+    finally:
+        remove_compile_listener(listen)

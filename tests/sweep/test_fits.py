@@ -326,7 +326,8 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
     assert schedule_for("cpu").workers == usable_cores() >= 1
     # On an accelerator a second call overlaps the host's work on the first.
     assert schedule_for("gpu").workers == ACCELERATOR_WORKERS == 2
-    # The NUTS settings of test_nuts' determinism test, whose ridge program is then compiled.
+    # The NUTS settings of test_nuts' determinism test, and calls of 32 fits on 32 slots,
+    # as in the queue test above: one NUTS program compiled for both.
     settings = NUTSSettings(chains=2, warmup=50, samples=50)
     for method, c in (("nuts", ridge_lanes(140, seed=7)), ("quadrature", mixed_lanes(200, seed=7))):
         b = len(c.n_m)
@@ -340,7 +341,7 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
                 method,
                 nuts=settings,
                 on_chunk=progress.append,
-                schedule=schedule_for(chunk_size=64, workers=workers),
+                schedule=schedule_for(chunk_size=32 if method == "nuts" else 64, workers=workers),
             )
             times = info.calls
             runs.append((fits, progress))
