@@ -26,6 +26,7 @@ directory.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib
 import os
@@ -234,11 +235,18 @@ class ExportedProgram:
 
     def _load_or_export(self, leaves, in_tree, signature):
         directory = programs_dir()
-        path = None
-        if directory is not None:
-            flags = tuple(getattr(jax.config, flag, None) for flag in _TRACING_FLAGS)
-            key = repr((self.name, self.static, signature, flags, _code_fingerprint()))
-            path = directory / f"{self.name}-{hashlib.sha256(key.encode()).hexdigest()[:40]}"
+        if directory is None:
+            return self._compile(None, leaves, in_tree)
+        flags = tuple(getattr(jax.config, flag, None) for flag in _TRACING_FLAGS)
+        key = repr((self.name, self.static, signature, flags, _code_fingerprint()))
+        path = directory / f"{self.name}-{hashlib.sha256(key.encode()).hexdigest()[:40]}"
+        # Processes that need the same program at once (Ray workers on a node, or two
+        # runs) take turns: the first traces and compiles it, the others then find
+        # the export and JAX's compiled program in the cache instead of compiling too.
+        with _turn(path.with_name(f".{path.name}.lock")):
+            return self._compile(path, leaves, in_tree)
+
+    def _compile(self, path: Path | None, leaves, in_tree):
         found = _read(path) if path is not None else None
         if found is not None:
             exported, out_tree = found
@@ -335,6 +343,22 @@ def _compiling(name: str) -> Iterator[None]:
     finally:
         for listener in listeners:
             listener(name, False)
+
+
+@contextmanager
+def _turn(lock: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock`` (created if need be; without one where it cannot be)."""
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock, "a+")  # noqa: SIM115 - held for the duration of the context
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()  # releases the lock
 
 
 def _read(path: Path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import inspect
 import pathlib
 from collections.abc import Callable
 from typing import NamedTuple
@@ -127,44 +127,67 @@ def random_counts(n: int, seed: int, known_share: float = 0.0) -> Counts:
     return jax.tree.map(np.asarray, jax.vmap(draw_counts)(keys, d))
 
 
-#: Lanes in each call of :func:`per_lane`: the tests' batches vary in size,
-#: and a reference rule jitted at each size compiled again each time (6–16 s
-#: a program on the 2-core CPU); chunks of one size compile it once a session.
-REFERENCE_CHUNK = 32
+def _sweep_program(summary: Callable, args: tuple, kwargs: dict):
+    """The sweep's own compiled program of ``summary(lane, *args, **kwargs)``
+    (:mod:`sweep.programs`), with CPU's slices: its compile is the sweep's, which
+    the session's cache then holds once for both."""
+    from binmetric_sweep.kernels.gauss_hermite import alpha_t_summary, laplace_summary
+    from binmetric_sweep.kernels.quadrature import hermite_t_summary, posterior_summary
+    from binmetric_sweep.kernels.t_outer import t_outer_summary
+    from binmetric_sweep.sweep import programs
+    from binmetric_sweep.sweep.schedule import CPU_RULE_SLICES
+
+    bound = inspect.signature(summary).bind(None, *args, **kwargs)
+    bound.apply_defaults()
+    a = dict(bound.arguments)
+    if summary is posterior_summary:
+        lanes = CPU_RULE_SLICES["nested"] if a["kind"] == "full" else None
+        return programs.quadrature_program(
+            a["kind"], a["level"], a["rule"], lanes, a["exact_paired"]
+        )
+    if summary is hermite_t_summary:
+        return programs.hermite_t_program(
+            a["level"], a["rule"], a["check"], CPU_RULE_SLICES["hermite_t"], a["exact_paired"]
+        )
+    if summary is laplace_summary:
+        return programs.gauss_hermite_program(a["ridge"], a["level"], a["rule"])
+    if summary is alpha_t_summary:
+        return programs.alpha_t_program(
+            a["level"], a["s_rule"], a["rule"], CPU_RULE_SLICES["hermite_alpha_t"]
+        )
+    if summary is t_outer_summary:
+        return programs.t_outer_program(a["level"], a["rule"], CPU_RULE_SLICES["t_outer"])
+    raise ValueError(f"per_lane: no sweep program for {summary.__name__}")
 
 
 def per_lane(summary: Callable, lanes: Counts, *args, **kwargs):
     """``summary(lane, *args, **kwargs)`` of each of the ``(B,)`` ``lanes``, as NumPy arrays.
 
-    Computed jitted and vmapped, :data:`REFERENCE_CHUNK` lanes a call (the
-    last call padded with its first lane), so that a rule compiles once per
-    test session whatever the batch sizes, and the persistent cache serves
-    it to every other test module. ``args`` and ``kwargs`` are static
-    (hashable). A lane's numbers may differ from a whole-batch call's in
-    the last bits.
+    Computed by the sweep's own program for that rule and settings
+    (:mod:`sweep.programs`, calls of the CPU's 64 lanes, the last padded), so
+    that each rule compiles once a session, for the sweep and the tests alike,
+    and a lane's numbers are the sweep's. ``args`` and ``kwargs`` are the
+    rule's settings.
     """
-    fn = _chunk_program(summary, args, tuple(sorted(kwargs.items())))
+    from binmetric_sweep.sweep.schedule import CPU_QUADRATURE_LANES as size
+
+    fn = _sweep_program(summary, args, kwargs)
     lanes = jax.tree.map(np.asarray, lanes)
     b = len(lanes.n_m)
-    if b == 0:
-        one = jax.tree.map(lambda x: jax.ShapeDtypeStruct((1, *x.shape[1:]), x.dtype), lanes)
-        shapes = jax.eval_shape(fn, one)
-        return jax.tree.map(lambda s: np.zeros((0, *s.shape[1:]), s.dtype), shapes)
+    if b == 0:  # the output's shapes, from a call on placeholder lanes
+        zeros = jax.tree.map(lambda x: np.zeros((size, *x.shape[1:]), x.dtype), lanes)
+        return _first(jax.device_get(fn(zeros, 1)), 0)
     parts = []
-    for start in range(0, b, REFERENCE_CHUNK):
-        index = np.arange(start, min(start + REFERENCE_CHUNK, b))
-        padded = np.concatenate([index, np.repeat(index[:1], REFERENCE_CHUNK - len(index))])
-        parts.append(_first(fn(jax.tree.map(lambda x, p=padded: x[p], lanes)), len(index)))
+    for start in range(0, b, size):
+        index = np.arange(start, min(start + size, b))
+        padded = np.resize(index, size)
+        lanes_in = jax.tree.map(lambda x, p=padded: x[p], lanes)
+        parts.append(_first(jax.device_get(fn(lanes_in, len(index))), len(index)))
     return jax.tree.map(lambda *x: np.concatenate(x), *parts)
 
 
 def _first(tree, n: int):
     return jax.tree.map(lambda x: np.asarray(x)[:n], tree)
-
-
-@functools.cache
-def _chunk_program(summary: Callable, args: tuple, kwargs: tuple):
-    return jax.jit(jax.vmap(lambda lane: summary(lane, *args, **dict(kwargs))))
 
 
 def full_model_lanes(n: int, seed: int) -> Counts:
