@@ -7,7 +7,7 @@ writers (the store, the records, the CLI) read it without importing the package'
 
 __all__ = ["NUMBERS_VERSION", "__version__"]
 
-__version__ = "0.34.0"
+__version__ = "0.35.0"
 #: The version that last changed a fit's numbers (its kernels or chunking) or
 #: the columns of the tables written (0.34.0: the surface's coverage interval).
 #: A sweep directory resumes under any version with the same one, so its shards
