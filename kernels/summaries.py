@@ -15,17 +15,22 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtri
 
+from binmetric_sweep.kernels.estimators import Estimate
+from binmetric_sweep.kernels.intervals import wilson_interval
+
 Array = jax.Array
 
 __all__ = [
     "FitResults",
-    "ConfigurationSummary",
+    "EstimateSummary",
+    "SamplerHealth",
     "empty_fits",
     "exact_fits",
     "take_fits",
     "epsilon",
-    "wilson_interval",
-    "summarize_configurations",
+    "counted",
+    "summarize_estimates",
+    "sampler_health",
     "values_differ",
     "fits_differing",
 ]
@@ -122,73 +127,67 @@ def fits_differing(a: FitResults, b: FitResults) -> int:
     return int(differ.sum())
 
 
-class ConfigurationSummary(NamedTuple):
-    """One row per configuration (``(C,)``), ε per requested γ (``(C, G)``).
+class EstimateSummary(NamedTuple):
+    """One estimator's summary of each configuration (``(C,)``), ε per requested γ (``(C, G)``).
+
+    Replicates count where the estimator applies and its estimate and SE are
+    finite; the others are counted in ``not_applicable`` and ``nonfinite``.
 
     Attributes:
-        bias_mean: mean over replicates of posterior mean − true α.
+        bias_mean: mean over replicates of estimate − true α.
         bias_sd: SD over replicates of the bias (the empirical SE); NaN for R = 1.
         bias_mcse: Monte Carlo SE of ``bias_mean``, bias_sd/√R.
-        sd_mean: mean posterior SD σ̄.
-        sd_sd: SD over replicates of the posterior SD; NaN for R = 1.
+        rmse: √(mean of bias²).
+        se_mean: mean SE (for ``bayes`` the mean posterior SD σ̄).
+        se_sd: SD over replicates of the SE; NaN for R = 1.
+        se_ratio: ``se_mean``/``bias_sd``: below 1 the SE is over-confident; NaN for R = 1.
+        width_mean: mean interval width.
         coverage: share of replicates whose interval holds the true α.
         coverage_mcse: √(coverage·(1 − coverage)/R); 0 when coverage is 0 or 1, where
             ``coverage_low``/``coverage_high`` still say how uncertain it is.
         coverage_low, coverage_high: the 95 % Wilson score interval of coverage
-            (:func:`wilson_interval`), from the R replicates with finite fits.
-        eps: ``(C, G)`` ε = √2·σ̄·(z₁₋γ/₂ + z_power), or exactly 1 where there is no
-            evidence; at power ½ this is the published ε_γ = √2·z₁₋γ/₂·σ̄.
-        rhat_max: worst R-hat over replicates (NaN if none was sampled).
-        ess_min: smallest bulk ESS over replicates (NaN if none was sampled).
-        divergences: total divergent transitions.
-        nonfinite: replicates whose posterior mean or SD is not finite; they
-            are left out of every other column.
+            (:func:`kernels.intervals.wilson_interval`) from the R replicates counted.
+        eps: ``(C, G)`` ε = √2·``se_mean``·(z₁₋γ/₂ + z_power), or exactly 1 where
+            there is no evidence; at power ½ this is the published ε_γ.
+        nonfinite: replicates where the estimator applies but its estimate or SE is
+            not finite (a failed fit).
+        not_applicable: replicates where the estimator does not apply.
     """
 
     bias_mean: Array
     bias_sd: Array
     bias_mcse: Array
-    sd_mean: Array
-    sd_sd: Array
+    rmse: Array
+    se_mean: Array
+    se_sd: Array
+    se_ratio: Array
+    width_mean: Array
     coverage: Array
     coverage_mcse: Array
     coverage_low: Array
     coverage_high: Array
     eps: Array
+    nonfinite: Array
+    not_applicable: Array
+
+
+class SamplerHealth(NamedTuple):
+    """A sampler's health over each configuration's replicates (``(C,)``).
+
+    Attributes:
+        rhat_max: worst R-hat over replicates (NaN if none was sampled).
+        ess_min: smallest bulk ESS over replicates (NaN if none was sampled).
+        divergences: total divergent transitions.
+    """
+
     rhat_max: Array
     ess_min: Array
     divergences: Array
-    nonfinite: Array
 
 
 def epsilon(sd_mean: Array, gamma: Array, power: Array = 0.5) -> Array:
     """√2·σ̄·(z₁₋γ/₂ + z_power): the smallest significant difference (power ½: the published ε)."""
     return jnp.sqrt(2.0) * sd_mean * (ndtri(1.0 - 0.5 * gamma) + ndtri(power))
-
-
-#: z of the coverage interval: a 95 % interval, whatever the sweep's credible level.
-COVERAGE_Z = 1.959963984540054
-
-
-def wilson_interval(share: Array, n: Array, z: float = COVERAGE_Z) -> tuple[Array, Array]:
-    """The Wilson score interval of a proportion ``share`` of ``n`` trials: ``(low, high)``.
-
-    Unlike share ± z·√(share(1 − share)/n), it is not empty at 0 or 1: with 20 of 20
-    intervals covering, 95 % gives [0.839, 1] (rule of three: ≥ 0.85). NaN where n = 0.
-    """
-    n = jnp.asarray(n, jnp.result_type(share))
-    z2n = z * z / jnp.maximum(n, 1)
-    centre = (share + z2n / 2) / (1 + z2n)
-    half = (
-        z
-        / (1 + z2n)
-        * jnp.sqrt(share * (1 - share) / jnp.maximum(n, 1) + z2n / (4 * jnp.maximum(n, 1)))
-    )
-    valid = n > 0
-    return (
-        jnp.where(valid, jnp.maximum(centre - half, 0.0), jnp.nan),
-        jnp.where(valid, jnp.minimum(centre + half, 1.0), jnp.nan),
-    )
 
 
 def _nan_std(x, finite, count):
@@ -197,53 +196,72 @@ def _nan_std(x, finite, count):
     return jnp.where(count > 1, jnp.sqrt(sq / jnp.maximum(count - 1, 1)), jnp.nan)
 
 
-def summarize_configurations(
+def counted(estimates: Estimate) -> Array:
+    """Replicates a summary counts: the estimator applies, estimate and SE are finite."""
+    return estimates.applicable & jnp.isfinite(estimates.value) & jnp.isfinite(estimates.se)
+
+
+def summarize_estimates(
     true_alpha: Array,
-    fits: FitResults,
+    estimates: Estimate,
     gammas: Array,
     no_evidence: Array,
     powers: Array = 0.5,
-) -> ConfigurationSummary:
-    """Summaries of C configurations from their ``(C, R)`` fits.
+) -> EstimateSummary:
+    """One estimator's summaries of C configurations from their ``(C, R)`` estimates.
 
     Args:
         true_alpha: ``(C,)`` the α each configuration simulated.
-        fits: per-fit results, each ``(C, R)``.
+        estimates: the estimator's answers, each field ``(C, R)``.
         gammas: ``(G,)`` significance levels.
-        no_evidence: ``(C,)`` True where N_Φ = N_M = 0 (ε is then 1 by convention).
+        no_evidence: ``(C,)`` True where ε is 1 by convention (for the posterior:
+            N_Φ = N_M = 0, no ratings).
         powers: ``(G,)`` or scalar: the power each ε is for, paired with
             ``gammas`` (0.5, the default, gives the published ε).
     """
-    finite = jnp.isfinite(fits.post_mean) & jnp.isfinite(fits.post_sd)
+    finite = counted(estimates)
     count = jnp.sum(finite, axis=1)
     safe = jnp.maximum(count, 1)
 
     def mean(x):
         return jnp.where(count > 0, jnp.sum(jnp.where(finite, x, 0.0), axis=1) / safe, jnp.nan)
 
-    bias = fits.post_mean - true_alpha[:, None]
+    bias = estimates.value - true_alpha[:, None]
     bias_sd = _nan_std(bias, finite, safe)
-    sd_mean = mean(fits.post_sd)
-    covered = (fits.ci_low <= true_alpha[:, None]) & (true_alpha[:, None] <= fits.ci_high)
-    coverage = mean(covered.astype(sd_mean.dtype))
+    se_mean = mean(estimates.se)
+    covered = (estimates.ci_low <= true_alpha[:, None]) & (true_alpha[:, None] <= estimates.ci_high)
+    coverage = mean(covered.astype(se_mean.dtype))
     gammas = jnp.asarray(gammas)
     powers = jnp.broadcast_to(jnp.asarray(powers, gammas.dtype), gammas.shape)
-    eps = epsilon(sd_mean[:, None], gammas[None, :], powers[None, :])
+    eps = epsilon(se_mean[:, None], gammas[None, :], powers[None, :])
     eps = jnp.where(jnp.asarray(no_evidence)[:, None], 1.0, eps)
     coverage_low, coverage_high = wilson_interval(coverage, count)
-    sampled = finite & jnp.isfinite(fits.rhat)
-    any_sampled = jnp.any(sampled, axis=1)
-    return ConfigurationSummary(
+    applies = jnp.sum(estimates.applicable, axis=1)
+    return EstimateSummary(
         bias_mean=mean(bias),
         bias_sd=bias_sd,
         bias_mcse=bias_sd / jnp.sqrt(safe),
-        sd_mean=sd_mean,
-        sd_sd=_nan_std(fits.post_sd, finite, safe),
+        rmse=jnp.sqrt(mean(bias * bias)),
+        se_mean=se_mean,
+        se_sd=_nan_std(estimates.se, finite, safe),
+        se_ratio=se_mean / bias_sd,
+        width_mean=mean(estimates.ci_high - estimates.ci_low),
         coverage=coverage,
         coverage_mcse=jnp.sqrt(coverage * (1.0 - coverage) / safe),
         coverage_low=coverage_low,
         coverage_high=coverage_high,
         eps=eps,
+        nonfinite=applies - count,
+        not_applicable=estimates.value.shape[1] - applies,
+    )
+
+
+def sampler_health(fits: FitResults, finite: Array) -> SamplerHealth:
+    """R-hat, ESS and divergences of C configurations' ``(C, R)`` fits, over the
+    replicates ``finite`` marks (:func:`counted`)."""
+    sampled = finite & jnp.isfinite(fits.rhat)
+    any_sampled = jnp.any(sampled, axis=1)
+    return SamplerHealth(
         rhat_max=jnp.where(
             any_sampled, jnp.max(jnp.where(sampled, fits.rhat, -jnp.inf), axis=1), jnp.nan
         ),
@@ -251,5 +269,4 @@ def summarize_configurations(
             any_sampled, jnp.min(jnp.where(sampled, fits.ess, jnp.inf), axis=1), jnp.nan
         ),
         divergences=jnp.sum(jnp.where(finite, fits.divergences, 0), axis=1),
-        nonfinite=fits.post_mean.shape[1] - count,
     )

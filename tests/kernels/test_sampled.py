@@ -11,7 +11,8 @@ import jax
 import numpy as np
 import pytest
 
-from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
+from binmetric_sweep.kernels.estimators import posterior_estimate
+from binmetric_sweep.kernels.summaries import FitResults, summarize_estimates
 from binmetric_sweep.sweep.fits import fit_lanes
 from binmetric_sweep.sweep.lanes import lane_counts, lane_keys
 from tests.kernels.helpers import design
@@ -40,8 +41,9 @@ def test_sampled_mode_is_unbiased_and_covers():
     counts = lane_counts(lanes, keys, "sampled")
     fits = fit_lanes(counts, keys, "quadrature")
     per_config = FitResults(*(np.asarray(x).reshape(c, REPLICATES) for x in fits))
-    s = summarize_configurations(
-        np.asarray(configs.alpha), per_config, np.array([0.05]), np.zeros(c, bool)
+    estimates = posterior_estimate(*per_config[:4])
+    s = summarize_estimates(
+        np.asarray(configs.alpha), estimates, np.array([0.05]), np.zeros(c, bool)
     )
     bias, bias_mcse = np.asarray(s.bias_mean), np.asarray(s.bias_mcse)
     coverage, coverage_mcse = np.asarray(s.coverage), np.asarray(s.coverage_mcse)
@@ -49,4 +51,4 @@ def test_sampled_mode_is_unbiased_and_covers():
     assert np.all(np.abs(coverage - 0.95) <= 3 * coverage_mcse)
     assert np.all((np.asarray(s.coverage_low) <= 0.95) & (0.95 <= np.asarray(s.coverage_high)))
     # The spread of the posterior means matches the posterior SDs (calibration).
-    assert np.all(np.abs(np.asarray(s.bias_sd) / np.asarray(s.sd_mean) - 1) < 0.15)
+    assert np.all(np.abs(np.asarray(s.bias_sd) / np.asarray(s.se_mean) - 1) < 0.15)

@@ -2,14 +2,21 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from binmetric_sweep.kernels.estimators import Estimate, posterior_estimate
+from binmetric_sweep.kernels.intervals import wilson_interval
 from binmetric_sweep.kernels.summaries import (
     FitResults,
+    counted,
     epsilon,
     fits_differing,
-    summarize_configurations,
+    sampler_health,
+    summarize_estimates,
     values_differ,
-    wilson_interval,
 )
+
+
+def _posterior(fits: FitResults) -> Estimate:
+    return posterior_estimate(fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high)
 
 
 def test_epsilon_is_the_published_formula():
@@ -49,15 +56,20 @@ def test_summaries_over_replicates():
         np.zeros((2, 400), int),
         np.ones((2, 400), bool),
     )
-    s = summarize_configurations(
-        np.array([0.6, 0.6]), fits, np.array([0.05, 0.1]), np.array([False, True])
+    s = summarize_estimates(
+        np.array([0.6, 0.6]), _posterior(fits), np.array([0.05, 0.1]), np.array([False, True])
     )
     assert np.all(np.abs(np.asarray(s.bias_mean)) < 3 * np.asarray(s.bias_mcse))
     assert np.all(np.abs(np.asarray(s.coverage) - 0.95) < 3 * np.asarray(s.coverage_mcse) + 0.01)
     assert np.asarray(s.eps)[1].tolist() == [1.0, 1.0]
     low, high = np.asarray(s.coverage_low), np.asarray(s.coverage_high)
     assert np.all((low < np.asarray(s.coverage)) & (np.asarray(s.coverage) < high))
-    assert np.isnan(np.asarray(s.rhat_max)).all()
+    assert np.isnan(np.asarray(sampler_health(fits, counted(_posterior(fits))).rhat_max)).all()
+    # se_ratio: mean SE over the SD of the estimates, near 1 for an honest SE.
+    assert np.all(np.abs(np.asarray(s.se_ratio) - 1) < 0.1)
+    assert np.allclose(np.asarray(s.width_mean), 2 * 1.96 * 0.05)
+    rmse = np.sqrt(((mean - 0.6) ** 2).mean(axis=1))
+    assert np.allclose(np.asarray(s.rmse), rmse, rtol=1e-12)
 
 
 def test_nonfinite_fits_are_counted_not_averaged():
@@ -67,9 +79,25 @@ def test_nonfinite_fits_are_counted_not_averaged():
     fits = FitResults(
         mean, sd, mean - 0.2, mean + 0.2, ones, ones, 0 * ones, zeros, ones, zeros, zeros == 1
     )
-    s = summarize_configurations(np.array([0.6]), fits, np.array([0.05]), np.array([False]))
+    s = summarize_estimates(np.array([0.6]), _posterior(fits), np.array([0.05]), np.array([False]))
     assert int(np.asarray(s.nonfinite)[0]) == 1
+    assert int(np.asarray(s.not_applicable)[0]) == 0
     assert float(np.asarray(s.bias_mean)[0]) == pytest.approx(0.0)
+
+
+def test_replicates_where_an_estimator_does_not_apply_are_counted_apart():
+    """Not applicable: counted in not_applicable, left out of every mean; the rest as usual."""
+    value = np.array([[0.5, np.nan, 0.7, np.nan]])
+    se = np.array([[0.1, np.nan, 0.1, 0.1]])
+    reason = np.array([[0, 2, 0, 0]], np.int8)  # the last applies but its value is not finite
+    est = Estimate(value, se, value - 0.2, value + 0.2, reason)
+    s = summarize_estimates(np.array([0.6]), est, np.array([0.05]), np.array([False]))
+    assert int(np.asarray(s.not_applicable)[0]) == 1 and int(np.asarray(s.nonfinite)[0]) == 1
+    assert float(np.asarray(s.se_mean)[0]) == pytest.approx(0.1)
+    assert float(np.asarray(s.coverage)[0]) == 1.0
+    nowhere = est._replace(reason=np.full((1, 4), 2, np.int8))
+    s = summarize_estimates(np.array([0.6]), nowhere, np.array([0.05]), np.array([False]))
+    assert int(np.asarray(s.not_applicable)[0]) == 4 and np.isnan(np.asarray(s.eps)).all()
 
 
 # How two runs' fits are told apart (the benchmarks compare workers, chunks, schedules).
