@@ -96,13 +96,18 @@ def compare_run(version: Version, cache: Path) -> dict:
     return {"wall_s": seconds, "peak_mb": peak}
 
 
+#: Columns renamed in 0.36.0 (the estimators), by their earlier names.
+RENAMED = {"post_mean": "estimate", "post_sd": "se", "sd_mean": "se_mean", "sd_sd": "se_sd"}
+
+
 def differing_columns(a: Path, b: Path) -> dict:
-    """Per table, the columns whose values differ at all between two sweep outputs."""
+    """Per table, the columns whose values differ at all between two sweep outputs
+    (the posterior's rows, columns under their present names)."""
     out = {}
     keys = {"fits": ["config_id", "replicate"], "surface": ["config_id", "gamma", "power"]}
     for table, by in keys.items():
         x, y = (
-            pd.read_parquet(d / table)
+            _posterior_rows(pd.read_parquet(d / table).rename(columns=RENAMED))
             .drop(columns="shard", errors="ignore")
             .sort_values(by)
             .reset_index(drop=True)
@@ -114,6 +119,12 @@ def differing_columns(a: Path, b: Path) -> dict:
         if only:
             out[f"{table}_in_one_only"] = only
     return out
+
+
+def _posterior_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    if "estimator" in frame.columns:
+        frame = frame[frame["estimator"] == "bayes"].drop(columns="estimator")
+    return frame
 
 
 def worktree(ref: str, where: Path) -> str:

@@ -298,7 +298,7 @@ def status(out: str | Path) -> SweepStatus:
         nodes=dict(Counter(s.node for s in done)),
         devices=dict(Counter(s.device or "not recorded" for s in done)),
         loops=dict(Counter(s.loop or "not recorded" for s in done))
-        if store.spec.method == "nuts"
+        if store.spec.bayes and store.spec.method == "nuts"
         else {},
     )
 
@@ -319,11 +319,16 @@ def _load(out: str | Path, table: str, filters: dict) -> pd.DataFrame:
 def load_surface(out: str | Path, **filters) -> pd.DataFrame:
     """The surface of finished shards as a DataFrame, optionally filtered by equal values.
 
-    Example: ``load_surface("runs/quickstart", rho=0.7, gamma=0.05)``.
+    Example: ``load_surface("runs/quickstart", rho=0.7, gamma=0.05)``, or
+    ``load_surface("runs/estimators", estimator="ppi_pp")``.
     """
     return _load(out, "surface", filters)
 
 
 def load_fits(out: str | Path, **filters) -> pd.DataFrame:
-    """The per-fit rows of finished shards (one per configuration and replicate)."""
+    """The per-fit rows of finished shards (one per configuration, replicate and estimator).
+
+    Filters by ``estimator``, e.g. ``load_fits(out, estimator="bayes")``; join the
+    surface on ``config_id`` for a configuration's settings.
+    """
     return _load(out, "fits", filters)

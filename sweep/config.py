@@ -19,6 +19,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from binmetric_sweep.kernels.estimators import ESTIMATOR_NAMES
 from binmetric_sweep.sweep.errors import SweepError, shown
 
 __all__ = [
@@ -275,6 +276,7 @@ class SweepSpec(_Strict):
     seed: int = Field(0, ge=0, lt=2**63)
     method: Literal["nuts", "quadrature"] = "nuts"
     sampler: SamplerSettings = SamplerSettings()
+    estimators: tuple[str, ...] = ("bayes",)
     interval: float = Field(0.95, gt=0.0, lt=1.0)
     gamma: tuple[Annotated[float, Field(gt=0.0, lt=1.0)], ...] = (0.05,)
     power: tuple[Annotated[float, Field(ge=0.5, lt=1.0)], ...] = (0.5,)
@@ -289,6 +291,23 @@ class SweepSpec(_Strict):
         if isinstance(raw, list) and not raw:
             raise SweepError("grid: the list of blocks is empty; give at least one block")
         return raw
+
+    @field_validator("estimators", mode="before")
+    @classmethod
+    def _estimator_names(cls, raw: Any) -> Any:
+        """A name, a list of names or ``all`` → the names in :data:`ESTIMATOR_NAMES` order."""
+        allowed = f"allowed: {', '.join(ESTIMATOR_NAMES)}, or all"
+        names = [raw] if isinstance(raw, str) else raw
+        if not isinstance(names, list | tuple) or not names:
+            raise SweepError(f"estimators: {shown(raw)} is not a list of estimators; {allowed}")
+        for name in names:
+            if name != "all" and name not in ESTIMATOR_NAMES:
+                raise SweepError(f"estimators: {shown(name)} is not an estimator; {allowed}")
+        if "all" in names:
+            return ESTIMATOR_NAMES
+        if len(set(names)) != len(names):
+            raise SweepError(f"estimators: {shown(list(names))} names an estimator twice")
+        return tuple(name for name in ESTIMATOR_NAMES if name in names)
 
     @field_validator("gamma", "power", mode="before")
     @classmethod
@@ -319,10 +338,24 @@ class SweepSpec(_Strict):
         """Configurations the grid makes before duplicates across blocks are removed."""
         return sum(block.size() for block in self.grid)
 
+    @property
+    def bayes(self) -> bool:
+        """Whether the sweep computes the posterior (``bayes`` among its estimators)."""
+        return "bayes" in self.estimators
+
     def canonical(self) -> dict:
-        """The sweep as plain JSON-able data, defaults filled in (what identifies a sweep)."""
+        """The sweep as plain JSON-able data, defaults filled in (what identifies a sweep).
+
+        Without ``bayes``, ``method`` and ``sampler`` change no number and are
+        left out; with ``bayes`` alone, ``estimators`` is left out, so that a
+        sweep file written before the key existed keeps its digest.
+        """
         data = self.model_dump(mode="json")
         data["sampler"] = {**data["sampler"], **_REMOVED_CANONICAL}
+        if list(self.estimators) == ["bayes"]:
+            del data["estimators"]
+        elif not self.bayes:
+            del data["method"], data["sampler"]
         return data
 
 
@@ -378,7 +411,8 @@ def load_sweep(source: str | Path | dict | SweepSpec) -> SweepSpec:
     if not isinstance(source, dict):
         raise SweepError(
             f"sweep file: the top level is {type(source).__name__}, not a mapping of "
-            "name, counts, replicates, seed, method, sampler, interval, gamma, grid, shard_size"
+            "name, counts, replicates, seed, method, sampler, estimators, interval, gamma, grid, "
+            "shard_size"
         )
     if any(not isinstance(key, str) for key in source):
         raise SweepError(f"sweep file: keys must be strings (got {shown(list(source))})")

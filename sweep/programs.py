@@ -10,7 +10,8 @@ a rule's calls apart). Programs:
   α-marginal is a Beta ("beta") or whose ρ, η are known ("known");
 - :func:`gauss_hermite_program`, :func:`alpha_t_program`, :func:`t_outer_program`,
   :func:`hermite_t_program`: the cascade's rules that check themselves;
-- :func:`nuts_program`: NUTS for a call of fits.
+- :func:`nuts_program`: NUTS for a call of fits;
+- :func:`estimators_program`: the classical estimators (:mod:`kernels.estimators`).
 
 A quadrature program is ``fn(lanes, n_valid=None)``; with a slice size it
 computes the lanes that many at a time (:func:`in_slices`), and only the slices
@@ -26,6 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from binmetric_sweep.kernels.counts import draw_counts, expected_counts, replicate_key
+from binmetric_sweep.kernels.estimators import CLASSICAL
 from binmetric_sweep.kernels.gauss_hermite import (
     AlphaTRule,
     LaplaceRule,
@@ -45,6 +47,7 @@ from binmetric_sweep.sweep.compile_cache import ExportedProgram
 __all__ = [
     "alpha_t_program",
     "counts_program",
+    "estimators_program",
     "gauss_hermite_program",
     "hermite_t_program",
     "in_slices",
@@ -71,6 +74,16 @@ def counts_program(mode: str) -> ExportedProgram:
     else:
         fn = jax.jit(jax.vmap(draw_counts))
     return ExportedProgram(fn, f"{mode}_counts")
+
+
+@cache
+def estimators_program(names: tuple[str, ...], level: float) -> ExportedProgram:
+    """``fn(counts)``: each named classical estimator's :class:`kernels.estimators.Estimate`
+    of ``(B,)`` lanes, in the order of ``names``, at interval level ``level``."""
+    by_name = {e.name: e for e in CLASSICAL}
+    chosen = tuple(by_name[name] for name in names)
+    fn = jax.jit(lambda counts: tuple(e.estimate(counts, level) for e in chosen))
+    return ExportedProgram(fn, "estimators", (names, level))
 
 
 @cache

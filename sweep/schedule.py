@@ -42,6 +42,7 @@ __all__ = [
     "CPU_NUTS_SLOTS",
     "CPU_QUADRATURE_LANES",
     "CPU_RULE_SLICES",
+    "ESTIMATOR_LANES",
     "MEMORY_BUDGET_BYTES",
     "MIN_BATCH",
     "NUTS_MAX_CALL_FITS",
@@ -103,6 +104,9 @@ MIN_BATCH = 64
 #: At most this many fits in a NUTS call: on an H100 a fit's numbers were the
 #: same in calls of 4096 and 1024 fits, not in calls of 16,384.
 NUTS_MAX_CALL_FITS = 4096
+#: Lanes in every call of the classical estimators (:mod:`sweep.estimates`), on
+#: every device: closed forms cost ~0.1 µs a lane, so one size serves all.
+ESTIMATOR_LANES = 4096
 #: What a NUTS call's kept draws and their host copies may take, where the
 #: schedule sizes its calls by memory (an accelerator).
 MEMORY_BUDGET_BYTES = 2e9
@@ -140,6 +144,7 @@ class Schedule(NamedTuple):
         memory_budget_bytes: what a NUTS call's kept draws may take (group calls).
         shards_ahead: shards the in-process runner begins before the one in
             hand is written.
+        estimator_lanes: lanes in every call of the classical estimators.
     """
 
     device: str
@@ -156,6 +161,7 @@ class Schedule(NamedTuple):
     nuts_few_slots_below: int | None
     memory_budget_bytes: float
     shards_ahead: int
+    estimator_lanes: int = ESTIMATOR_LANES
 
     def call_lanes(self, rule: str) -> int:
         """Lanes in every call of quadrature rule ``rule`` (a power of two)."""

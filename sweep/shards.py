@@ -2,9 +2,12 @@
 
 :func:`run_shard` is what every runner calls, in-process or in a Ray task:
 configurations → counts (expected, or drawn from each replicate's own key) →
-fits (:func:`sweep.fits.fit_lanes`) → per-configuration summaries → two
-Arrow tables, ``fits`` (one row per configuration × replicate) and
-``surface`` (one row per configuration × γ × power). It reads and writes nothing.
+each estimator's estimates of every lane (the posterior's by
+:func:`sweep.fits.fit_lanes`, the classical ones by
+:func:`sweep.estimates.estimate_lanes`) → per-configuration summaries → two
+Arrow tables, ``fits`` (one row per configuration × replicate × estimator) and
+``surface`` (one row per configuration × estimator × γ × power). It reads and
+writes nothing.
 """
 
 from __future__ import annotations
@@ -23,9 +26,16 @@ import pandas as pd
 import pyarrow as pa
 
 from binmetric_sweep.kernels.counts import Design
+from binmetric_sweep.kernels.estimators import REASONS, Estimate, posterior_estimate
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
-from binmetric_sweep.kernels.summaries import FitResults, summarize_configurations
+from binmetric_sweep.kernels.summaries import (
+    FitResults,
+    counted,
+    sampler_health,
+    summarize_estimates,
+)
 from binmetric_sweep.sweep.config import SweepSpec
+from binmetric_sweep.sweep.estimates import estimate_lanes
 from binmetric_sweep.sweep.fits import FitMemo, fit_lanes_info
 from binmetric_sweep.sweep.grid import CONFIG_COLUMNS, id_words
 from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
@@ -46,11 +56,14 @@ COUNT_COLUMNS = ("n_pos", "n_tp", "n_pos_paired", "n_tn", "n_neg_paired", "m_pos
 FIT_COLUMNS = (
     "config_id",
     "replicate",
+    "estimator",
     *COUNT_COLUMNS,
-    "post_mean",
-    "post_sd",
+    "estimate",
+    "se",
     "ci_low",
     "ci_high",
+    "applicable",
+    "reason",
     "rhat",
     "ess",
     "sd_mcse",
@@ -65,14 +78,18 @@ SURFACE_COLUMNS = (
     "counts",
     "method",
     "replicates",
+    "estimator",
     "gamma",
     "power",
     "eps",
-    "sd_mean",
-    "sd_sd",
+    "se_mean",
+    "se_sd",
+    "se_ratio",
     "bias_mean",
     "bias_sd",
     "bias_mcse",
+    "rmse",
+    "width_mean",
     "coverage",
     "coverage_mcse",
     "coverage_low",
@@ -81,6 +98,7 @@ SURFACE_COLUMNS = (
     "ess_min",
     "divergences",
     "nonfinite",
+    "not_applicable",
     "shard",
 )
 
@@ -102,8 +120,9 @@ class ShardResult(NamedTuple):
 
     Attributes:
         index: the shard's number.
-        fits: one row per (configuration, replicate), columns :data:`FIT_COLUMNS`.
-        surface: one row per (configuration, γ, power), columns :data:`SURFACE_COLUMNS`.
+        fits: one row per (configuration, replicate, estimator), columns :data:`FIT_COLUMNS`.
+        surface: one row per (configuration, estimator, γ, power), columns
+            :data:`SURFACE_COLUMNS`.
         node: where it ran (host name, and Ray node id when under Ray).
         seconds: wall-clock time spent computing it.
         device: what computed it, as "platform: kind" (JAX's first device,
@@ -114,8 +133,9 @@ class ShardResult(NamedTuple):
             for quadrature. On a GPU the chain kernel and the leapfrog loop
             give different draws for the same seed.
         stages: wall seconds of each step: "counts" (keys and counts), "fits"
-            (programs traced, loaded or compiled included), "summaries" (per
-            configuration), "tables" (Arrow).
+            (the posterior's; programs traced, loaded or compiled included),
+            "estimators" (the classical ones), "summaries" (per configuration),
+            "tables" (Arrow).
         rule_seconds: of "fits", the seconds of each rule's calls (or "nuts"),
             summed over calls that may overlap in time (several workers).
     """
@@ -230,35 +250,48 @@ def run_shard(
     lap("counts")
     schedule = schedule_for() if schedule is None else schedule
     nuts = resolve_loop(nuts_settings(spec), schedule.device)
-    fits, info = fit_lanes_info(
-        counts,
-        keys,
-        spec.method,
-        level=spec.interval,
-        nuts=nuts,
-        schedule=schedule,
-        on_chunk=on_fits,
-        stop=stop,
-        memo=memo,
-    )
-    lap("fits")
-    if fault is not None:
-        fits = fault(fits)
-    finite = np.isfinite(fits.post_mean) & np.isfinite(fits.post_sd)
-    finite &= np.isfinite(fits.ci_low) & np.isfinite(fits.ci_high)
-    fits = fits._replace(post_mean=np.where(finite, fits.post_mean, np.nan))
-    fits_table = _fits_table(configs, replicate, counts, fits, finite)
+    estimates: dict[str, Estimate] = {}
+    fits, calls = None, ()
+    if spec.bayes:
+        fits, info = fit_lanes_info(
+            counts,
+            keys,
+            spec.method,
+            level=spec.interval,
+            nuts=nuts,
+            schedule=schedule,
+            on_chunk=on_fits,
+            stop=stop,
+            memo=memo,
+        )
+        lap("fits")
+        calls = info.calls
+        if fault is not None:
+            fits = fault(fits)
+        finite = np.isfinite(fits.post_mean) & np.isfinite(fits.post_sd)
+        finite &= np.isfinite(fits.ci_low) & np.isfinite(fits.ci_high)
+        fits = fits._replace(post_mean=np.where(finite, fits.post_mean, np.nan))
+        estimates["bayes"] = posterior_estimate(
+            fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high
+        )
+    classical = tuple(name for name in spec.estimators if name != "bayes")
+    if classical:
+        estimates.update(estimate_lanes(counts, classical, spec.interval, schedule))
+        if on_fits is not None and not spec.bayes:  # progress counts lanes, fitted or not
+            on_fits(len(replicate))
+        lap("estimators")
+    fits_table = _fits_table(configs, replicate, counts, estimates, fits)
     lap("tables")  # the fits' table; the surface's is added below
     gammas, powers = (
         np.asarray(v, np.float64).ravel()
         for v in np.meshgrid(spec.gamma, spec.power, indexing="ij")
     )
-    summary = _summaries(configs, fits, r, gammas, powers)
+    summaries = _summaries(configs, estimates, fits, r, gammas, powers)
     lap("summaries")
-    surface = _surface_table(spec, shard.index, configs, gammas, powers, summary)
+    surface = _surface_table(spec, shard.index, configs, gammas, powers, summaries)
     lap("tables")
     rule_seconds: dict[str, float] = {}
-    for call in info.calls:
+    for call in calls:
         rule_seconds[call.rule] = rule_seconds.get(call.rule, 0.0) + call.seconds
     return ShardResult(
         shard.index,
@@ -267,71 +300,154 @@ def run_shard(
         _node_name(),
         time.perf_counter() - start,
         device_name(),
-        nuts.loop if spec.method == "nuts" else "",
+        nuts.loop if spec.bayes and spec.method == "nuts" else "",
         stages,
         rule_seconds,
     )
 
 
-def _summaries(configs: pd.DataFrame, fits: FitResults, replicates: int, gammas, powers):
-    """Each configuration's summaries over its replicates, as NumPy.
+def _summaries(
+    configs: pd.DataFrame,
+    estimates: dict[str, Estimate],
+    fits: FitResults | None,
+    replicates: int,
+    gammas,
+    powers,
+) -> dict[str, tuple]:
+    """Each estimator's summaries of each configuration over its replicates, as NumPy:
+    ``{name: (EstimateSummary, SamplerHealth or None)}``.
 
     The summaries run as JAX operations one by one, each compiled on first
     use for its shapes, so the configurations are padded to a power of two
     (repeating the first): a sweep's shards then share one set of compiled
     operations. Each configuration's row is computed on its own values alone,
     the same in any batch (tests/sweep/test_run.py: shard sizes change no
-    number).
+    number). The classical estimators are summarised in one batch, stacked
+    along the configurations; the posterior on its own, as before they existed.
     """
     c = len(configs)
     rows = np.resize(np.arange(c), bucket(c))
-    per_config = FitResults(*(np.asarray(x).reshape(c, replicates)[rows] for x in fits))
-    summary = summarize_configurations(
-        configs["alpha"].to_numpy(float)[rows],
-        per_config,
-        gammas,
-        ((configs["n_phi"] == 0) & (configs["n_m"] == 0)).to_numpy()[rows],
-        powers,
-    )
-    return jax.tree.map(lambda x: np.asarray(x)[:c], summary)
+    alpha = configs["alpha"].to_numpy(float)[rows]
+
+    def per_config(x):
+        return np.asarray(x).reshape(c, replicates)[rows]
+
+    def host(tree, k=0):
+        return jax.tree.map(lambda x: np.asarray(x)[k * len(rows) : k * len(rows) + c], tree)
+
+    out: dict[str, tuple] = {}
+    if "bayes" in estimates:
+        bayes = Estimate(*(per_config(x) for x in estimates["bayes"]))
+        no_evidence = ((configs["n_phi"] == 0) & (configs["n_m"] == 0)).to_numpy()[rows]
+        summary = summarize_estimates(alpha, bayes, gammas, no_evidence, powers)
+        health = sampler_health(FitResults(*(per_config(x) for x in fits)), counted(bayes))
+        out["bayes"] = (host(summary), host(health))
+    classical = [name for name in estimates if name != "bayes"]
+    if classical:
+        stacked = Estimate(
+            *(
+                np.concatenate([per_config(estimates[name][f]) for name in classical])
+                for f in range(len(Estimate._fields))
+            )
+        )
+        k = len(classical)
+        summary = summarize_estimates(
+            np.tile(alpha, k), stacked, gammas, np.zeros(k * len(rows), bool), powers
+        )
+        for i, name in enumerate(classical):
+            out[name] = (host(summary, i), None)
+    return out
 
 
-def _fits_table(configs, replicate, counts, fits: FitResults, finite) -> pa.Table:
-    r = len(replicate) // max(len(configs), 1)
+def _strings(codes, words, null=None) -> pa.Array:
+    """A string column of ``words[code]`` for each code (null where ``null``)."""
+    indices = pa.array(np.asarray(codes, np.int32), mask=null)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(list(words))).cast(pa.string())
+
+
+def _fits_table(configs, replicate, counts, estimates: dict[str, Estimate], fits) -> pa.Table:
+    """One row per (configuration, replicate, estimator), the estimators in their order."""
+    names = list(estimates)
+    e, b = len(names), len(replicate)
+    r = b // max(len(configs), 1)
+
+    def each(x):  # a lane's value on each of its estimators' rows
+        return np.repeat(np.asarray(x), e)
+
+    def interleaved(arrays, dtype):  # (B,) per estimator -> (B·E,), lane-major
+        return np.stack([np.asarray(a, dtype) for a in arrays], axis=1).reshape(-1)
+
     columns = {
-        "config_id": np.repeat(configs["config_id"].to_numpy(np.int64), r),
-        "replicate": replicate.astype(np.int32),
+        "config_id": each(np.repeat(configs["config_id"].to_numpy(np.int64), r)),
+        "replicate": each(replicate.astype(np.int32)),
+        "estimator": _strings(np.tile(np.arange(e, dtype=np.int8), b), names),
     }
     for name in COUNT_COLUMNS:
-        columns[name] = np.asarray(getattr(counts, name)).astype(np.int64)
-    floats = ("post_mean", "post_sd", "ci_low", "ci_high", "rhat", "ess", "sd_mcse", "tree_depth")
-    for name in floats:
-        columns[name] = np.asarray(getattr(fits, name), np.float64)
-    columns["divergences"] = np.asarray(fits.divergences).astype(np.int64)
-    columns["steps"] = np.asarray(fits.steps).astype(np.int64)
-    columns["exact"] = np.asarray(fits.exact, bool)
-    columns["finite"] = np.asarray(finite, bool)
+        columns[name] = each(np.asarray(getattr(counts, name)).astype(np.int64))
+    applicable = interleaved([estimates[n].applicable for n in names], bool)
+    for column, field in (("estimate", 0), ("se", 1), ("ci_low", 2), ("ci_high", 3)):
+        values = interleaved([estimates[n][field] for n in names], np.float64)
+        columns[column] = pa.array(values, mask=~applicable)
+    columns["applicable"] = applicable
+    reason = interleaved([estimates[n].reason for n in names], np.int8)
+    columns["reason"] = _strings(reason, REASONS, null=applicable)
+
+    def sampler(field, fill, dtype):  # the posterior's fit diagnostics; ``fill`` elsewhere
+        per_name = [getattr(fits, field) if n == "bayes" else np.full(b, fill) for n in names]
+        return interleaved(per_name, dtype)
+
+    for name in ("rhat", "ess", "tree_depth"):
+        columns[name] = sampler(name, np.nan, np.float64)
+    columns["sd_mcse"] = sampler("sd_mcse", 0.0, np.float64)
+    columns["divergences"] = sampler("divergences", 0, np.int64)
+    columns["steps"] = sampler("steps", 0, np.int64)
+    columns["exact"] = sampler("exact", True, bool)
+    finite = [
+        counted(estimates[n]) & np.isfinite(estimates[n].ci_low) & np.isfinite(estimates[n].ci_high)
+        for n in names
+    ]
+    columns["finite"] = interleaved(finite, bool)
     return pa.table({name: columns[name] for name in FIT_COLUMNS})
 
 
 def _surface_table(
-    spec: SweepSpec, index: int, configs: pd.DataFrame, gammas, powers, summary
+    spec: SweepSpec, index: int, configs: pd.DataFrame, gammas, powers, summaries: dict
 ) -> pa.Table:
-    g = len(gammas)  # one row per configuration and (γ, power) pair
+    """One row per configuration, estimator and (γ, power) pair, in that order."""
+    g, names = len(gammas), list(summaries)
+    e, c = len(names), len(configs)
+    n = c * e * g
     per_config = {name: configs[name].to_numpy() for name in configs.columns}
-    columns = {name: np.repeat(values, g) for name, values in per_config.items()}
-    columns["n_rho_eta"] = pd.array(np.repeat(configs["n_rho_eta"].to_numpy(), g), "Int64")
-    columns["counts"] = [spec.counts] * (len(configs) * g)
-    columns["method"] = [spec.method] * (len(configs) * g)
-    columns["replicates"] = np.full(len(configs) * g, spec.replicates, np.int32)
-    columns["gamma"] = np.tile(gammas, len(configs))
-    columns["power"] = np.tile(powers, len(configs))
-    columns["eps"] = np.asarray(summary.eps, np.float64).reshape(-1)
-    for name in summary._fields:
-        if name != "eps":
-            values = np.repeat(np.asarray(summary[summary._fields.index(name)]), g)
-            dtype = np.int64 if name in ("divergences", "nonfinite") else np.float64
-            columns[name] = values.astype(dtype)
-    columns["shard"] = np.full(len(configs) * g, index, np.int32)
+    columns = {name: np.repeat(values, e * g) for name, values in per_config.items()}
+    columns["n_rho_eta"] = pd.array(np.repeat(configs["n_rho_eta"].to_numpy(), e * g), "Int64")
+    columns["counts"] = [spec.counts] * n
+    columns["method"] = pd.array([spec.method if spec.bayes else None] * n, "string")
+    columns["replicates"] = np.full(n, spec.replicates, np.int32)
+    columns["estimator"] = np.array(names, object)[np.tile(np.repeat(np.arange(e), g), c)]
+    columns["gamma"] = np.tile(gammas, c * e)
+    columns["power"] = np.tile(powers, c * e)
+
+    def rows(values, per_gamma=False):  # (C,) or (C, G) per estimator -> (C·E·G,)
+        stacked = np.stack([np.asarray(v) for v in values], axis=1)  # (C, E) or (C, E, G)
+        return (stacked if per_gamma else np.repeat(stacked[..., None], g, axis=2)).reshape(-1)
+
+    summary_fields = summaries[names[0]][0]._fields
+    for field in summary_fields:
+        values = [getattr(summaries[name][0], field) for name in names]
+        dtype = np.int64 if field in ("nonfinite", "not_applicable") else np.float64
+        columns[field] = rows(values, per_gamma=field == "eps").astype(dtype)
+    for field, fill, dtype in (
+        ("rhat_max", np.nan, np.float64),
+        ("ess_min", np.nan, np.float64),
+        ("divergences", 0, np.int64),
+    ):
+        values = [
+            getattr(summaries[name][1], field)
+            if summaries[name][1] is not None
+            else np.full(c, fill)
+            for name in names
+        ]
+        columns[field] = rows(values).astype(dtype)
+    columns["shard"] = np.full(n, index, np.int32)
     frame = pd.DataFrame({name: columns[name] for name in SURFACE_COLUMNS})
     return pa.Table.from_pandas(frame, preserve_index=False)

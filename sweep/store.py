@@ -119,7 +119,7 @@ class Store:
     def _expected_rows(self, table: str, index: int) -> int:
         levels = len(self.spec.gamma) * len(self.spec.power)
         per_config = levels if table == "surface" else self.spec.replicates
-        return self.shard_rows[index] * per_config
+        return self.shard_rows[index] * per_config * len(self.spec.estimators)
 
     def shard_state(self, index: int) -> ShardState:
         """Whether a shard is done, missing or corrupt (reads only the files' footers)."""
@@ -162,8 +162,11 @@ class Store:
             _META + "version": __version__,
             _META + "numbers_version": NUMBERS_VERSION,
             _META + "seed": str(self.spec.seed),
-            _META + "method": self.spec.method,
-            _META + "sampler": json.dumps(self.spec.sampler.model_dump()),
+            _META + "method": self.spec.method if self.spec.bayes else "",
+            _META + "sampler": json.dumps(
+                self.spec.sampler.model_dump() if self.spec.bayes else {}
+            ),
+            _META + "estimators": ",".join(self.spec.estimators),
             _META + "shard": str(result.index),
             _META + "node": result.node,
             _META + "device": result.device,

@@ -1,8 +1,9 @@
 """Surface → the 2-D tables that published papers show.
 
-A *surface* is a DataFrame with one row per (configuration, γ): axis columns
-that identify the configuration (:data:`AXES`) and value columns (``eps``,
-``sd_mean``, ``coverage``, ...). A table fixes every axis but two with
+A *surface* is a DataFrame with one row per (configuration, estimator, γ,
+power): axis columns that identify the configuration (:data:`AXES`), the
+estimator and other settings (:data:`CATEGORY_COLUMNS`), and value columns
+(``eps``, ``se_mean``, ``coverage``, ...). A table fixes every axis but two with
 ``--where`` filters and lays one value out with one axis down the rows and
 another across the columns::
 
@@ -56,11 +57,11 @@ AXES: tuple[str, ...] = (
 )
 """Columns that identify a configuration (those present in a given surface)."""
 
-CATEGORY_COLUMNS: tuple[str, ...] = ("counts", "method")
+CATEGORY_COLUMNS: tuple[str, ...] = ("estimator", "counts", "method")
 """Non-numeric run settings that may also be filtered on or tabulated."""
 
 INTEGER_VALUES: frozenset[str] = frozenset(
-    {"divergences", "nonfinite", "replicates", "shard", "config_id"}
+    {"divergences", "nonfinite", "not_applicable", "replicates", "shard", "config_id"}
 )
 """Value columns that count things, shown without decimals."""
 

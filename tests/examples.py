@@ -54,6 +54,10 @@ Rules
       configurations, both gammas) by quadrature. No later command names a
       ``--where`` value of it; one that did would fail here until the cut
       kept that value.
+    - ``estimators.yaml``: 372 configurations × 2,000 replicates, six
+      estimators (minutes); each block cut to the values its header's
+      ``show`` and ``plot`` commands name (4 configurations, the same
+      replicates).
 
     Shipped sweeps run as written: ``quickstart.yaml`` (about 30 s cold on 2
     cores, seconds with its programs cached) and ``sampled-coverage.yaml``
@@ -367,11 +371,27 @@ def legacy_cut(sweep: dict) -> dict:
     return {**sweep, "grid": {**sweep["grid"], **LEGACY_AXES}}
 
 
+#: The estimators sweep's blocks, each cut to one or two of its own values: the
+#: configurations its header's commands show (alpha 0.5, rho 0.7, n_m 10,000).
+ESTIMATORS_AXES = (
+    {"alpha": [0.5], "rho": [0.7], "n_phi": [10, 100], "n_m": [10000]},
+    {"alpha": [0.1], "rho": [0.7], "n_phi": [30], "n_rho_eta": [100]},
+    {"alpha": [0.5], "rho": [0.7], "n_phi": [10], "n_m": [10000]},
+)
+
+
+def estimators_cut(sweep: dict) -> dict:
+    """The estimators sweep with each block cut to :data:`ESTIMATORS_AXES`."""
+    blocks = [{**block, **cut} for block, cut in zip(sweep["grid"], ESTIMATORS_AXES, strict=True)]
+    return {**sweep, "grid": blocks}
+
+
 #: Stand-ins (rule 3): sweep file name -> change of the shipped sweep (its reason
 #: is in the module docstring).
 STAND_INS: dict[str, Callable[[dict], dict]] = {
     "published-tables.yaml": by_quadrature,
     "legacy-grid.yaml": legacy_cut,
+    "estimators.yaml": estimators_cut,
 }
 
 

@@ -41,7 +41,9 @@ def tiny(**changes) -> dict:
 def sorted_surface(frame: pd.DataFrame) -> pd.DataFrame:
     """A surface in a canonical row order (and without the shard it landed in)."""
     frame = frame.drop(columns=["shard"], errors="ignore")
-    keys = [k for k in ("config_id", "gamma", "replicate") if k in frame.columns]
+    keys = [
+        k for k in ("config_id", "estimator", "gamma", "power", "replicate") if k in frame.columns
+    ]
     return frame.sort_values(keys).reset_index(drop=True)
 
 

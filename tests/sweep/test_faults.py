@@ -254,11 +254,11 @@ def test_nonfinite_kernel_output_is_flagged_not_averaged(tmp_path, reference):
     assert len(flagged) == 3 * 4  # three poisoned lanes in each of the 4 shards
     surface = sweep.load_surface(tmp_path / "out")
     assert surface.groupby("config_id").nonfinite.first().sum() == 12
-    assert np.isfinite(surface.sd_mean).all() and np.isfinite(surface.bias_mean).all()
+    assert np.isfinite(surface.se_mean).all() and np.isfinite(surface.bias_mean).all()
     clean = reference[0].set_index(["config_id", "gamma"]).sort_index()
     hit = surface.set_index(["config_id", "gamma"]).sort_index()
     changed = hit.nonfinite > 0
-    assert (hit.sd_mean[~changed] == clean.sd_mean[~changed]).all()
+    assert (hit.se_mean[~changed] == clean.se_mean[~changed]).all()
     record("NaN or infinity in a kernel's output", True)
 
 

@@ -452,7 +452,7 @@ def test_out_must_be_an_image_in_an_existing_directory(surface, tmp_path):
 
 def test_labels_are_readable():
     assert "Phi" in label("n_phi") and "human ratings" in label("n_phi")
-    assert "varepsilon" in label("eps") and label("sd_mean") == "mean posterior SD"
+    assert "varepsilon" in label("eps") and label("se_mean") == "mean SE (posterior SD)"
     assert label("something_else") == "something_else"
 
 

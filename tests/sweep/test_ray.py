@@ -35,19 +35,19 @@ from ray.cluster_utils import Cluster  # noqa: E402 - only once Ray is known to 
 pytestmark = pytest.mark.slow
 
 #: The tiny sweep (2 × 2 × 2 × 2 = 16 configurations) in shards of 3: six shards, the last
-#: one of one.
-SWEEP = tiny(name="ray-test", gamma=[0.05, 0.1])
+#: one of one; every estimator, so that the classical ones run in the workers too.
+SWEEP = tiny(name="ray-test", gamma=[0.05, 0.1], estimators="all")
 SHARDS = 6
 
 
 def _surface(out) -> pd.DataFrame:
     frame = sweep.load_surface(out)
-    return frame.sort_values(["config_id", "gamma"]).reset_index(drop=True)
+    return frame.sort_values(["config_id", "estimator", "gamma"]).reset_index(drop=True)
 
 
 def _fits(out) -> pd.DataFrame:
     frame = sweep.load_fits(out)
-    return frame.sort_values(["config_id", "replicate"]).reset_index(drop=True)
+    return frame.sort_values(["config_id", "replicate", "estimator"]).reset_index(drop=True)
 
 
 def _assert_same_results(out, reference) -> None:

@@ -50,13 +50,17 @@ def test_surface_and_fits_have_the_promised_columns(tiny_run):
         "counts",
         "method",
         "replicates",
+        "estimator",
         "gamma",
         "eps",
-        "sd_mean",
-        "sd_sd",
+        "se_mean",
+        "se_sd",
+        "se_ratio",
         "bias_mean",
         "bias_sd",
         "bias_mcse",
+        "rmse",
+        "width_mean",
         "coverage",
         "coverage_mcse",
         "coverage_low",
@@ -64,23 +68,29 @@ def test_surface_and_fits_have_the_promised_columns(tiny_run):
         "rhat_max",
         "ess_min",
         "divergences",
+        "nonfinite",
+        "not_applicable",
     ):
         assert column in surface.columns, column
+    assert (surface.estimator == "bayes").all() and (surface.not_applicable == 0).all()
     assert len(surface) == 16 * 2  # one row per (configuration, gamma)
     fits = sweep.load_fits(out)
     for column in (
         "config_id",
         "replicate",
+        "estimator",
         "n_pos",
         "n_tp",
         "n_pos_paired",
         "n_tn",
         "n_neg_paired",
         "m_pos",
-        "post_mean",
-        "post_sd",
+        "estimate",
+        "se",
         "ci_low",
         "ci_high",
+        "applicable",
+        "reason",
         "rhat",
         "ess",
         "sd_mcse",
@@ -294,7 +304,7 @@ def test_fault_hook_flags_nonfinite_fits_instead_of_averaging_them(tmp_path):
     fits = sweep.load_fits(tmp_path / "out")
     assert (~fits.finite).sum() == 24
     surface = sweep.load_surface(tmp_path / "out", gamma=0.05)
-    assert surface.nonfinite.sum() == 24 and np.isfinite(surface.sd_mean).all()
+    assert surface.nonfinite.sum() == 24 and np.isfinite(surface.se_mean).all()
 
 
 def test_api_filters_are_refused_in_the_api_s_terms(tiny_run):

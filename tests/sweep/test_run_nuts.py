@@ -58,14 +58,14 @@ def test_nuts_sweep_agrees_with_the_quadrature_sweep_of_the_same_counts(nuts_run
     assert np.array_equal(sampled, surface.n_m.loc[nuts.config_id].to_numpy() > 0)
     assert sampled.sum() == 24
     s, q = nuts[sampled], exact[sampled]
-    assert np.all(np.abs(s.post_mean - q.post_mean) <= 5 * s.post_sd / np.sqrt(s.ess))
-    assert np.all(np.abs(s.post_sd - q.post_sd) <= 5 * s.sd_mcse)
+    assert np.all(np.abs(s.estimate - q.estimate) <= 5 * s.se / np.sqrt(s.ess))
+    assert np.all(np.abs(s.se - q.se) <= 5 * s.sd_mcse)
     # 2 × 50 draws: loose bounds, enough to catch a row joined to another lane's
     # numbers; the sampler's own accuracy is held to the issue's bounds in test_nuts.py.
     assert np.all(s.rhat < 1.2) and np.all(s.ess > 10) and np.all(s.steps > 0)
     # N_M = 0: the Beta itself, exactly, in both.
     unsampled = nuts[~sampled]
-    np.testing.assert_allclose(unsampled.post_mean, exact[~sampled].post_mean, rtol=1e-12)
+    np.testing.assert_allclose(unsampled.estimate, exact[~sampled].estimate, rtol=1e-12)
     assert np.all(unsampled.divergences == 0) and np.all(unsampled.steps == 0)
     # The surface's sampler health is its fits'.
     per_config = s.groupby("config_id")

@@ -11,9 +11,11 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from binmetric_sweep.kernels.estimators import CLASSICAL
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
-from binmetric_sweep.kernels.summaries import fits_differing, take_fits
+from binmetric_sweep.kernels.summaries import fits_differing, take_fits, values_differ
 from binmetric_sweep.sweep.calls import take
+from binmetric_sweep.sweep.estimates import estimate_lanes
 from binmetric_sweep.sweep.fits import fit_lanes
 from binmetric_sweep.sweep.schedule import (
     ACCELERATOR_QUADRATURE_LANES,
@@ -85,3 +87,25 @@ def test_a_lane_s_numbers_do_not_depend_on_which_call_it_ran_in():
     three = jax.tree.map(lambda x: np.concatenate([np.asarray(x)] * 3), c)
     tripled = fit_lanes(three, None, "quadrature", schedule=schedule_for(workers=2))
     assert fits_differing(whole, take_fits(tripled, slice(2 * b, None))) == 0
+
+
+def test_a_lane_s_classical_estimates_do_not_depend_on_its_call():
+    """The classical estimators of lanes alone, in shards of another size and order, and
+    among 5,000 others (two calls of the schedule's size): the same bits."""
+    c, _ = with_few_paired(mixed_lanes(100, seed=22))
+    names = tuple(e.name for e in CLASSICAL)
+    schedule = schedule_for()
+    whole = estimate_lanes(c, names, 0.95, schedule)
+    order = np.random.default_rng(2).permutation(len(c.n_m))
+    back = np.argsort(order)
+    shuffled = estimate_lanes(take(c, order), names, 0.95, schedule)
+    many = jax.tree.map(lambda x: np.concatenate([np.resize(np.asarray(x), 5000), x]), c)
+    among = estimate_lanes(many, names, 0.95, schedule)
+    for name in names:
+        for field in range(5):
+            a = np.asarray(whole[name][field])
+            for other in (
+                np.asarray(shuffled[name][field])[back],
+                np.asarray(among[name][field])[5000:],
+            ):
+                assert not values_differ(a, other).any(), name

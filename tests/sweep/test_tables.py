@@ -45,7 +45,7 @@ def make_surface() -> pd.DataFrame:
                 "shared_paired": True,
                 "gamma": 0.05,
                 "eps": eps_of(rho, n_phi, n_m),
-                "sd_mean": eps_of(rho, n_phi, n_m) / 2.77,
+                "se_mean": eps_of(rho, n_phi, n_m) / 2.77,
                 "coverage": np.nan if n_m == 10000 and n_phi == 250 else 0.95,
                 "divergences": i % 4,
                 "counts": "expected",
@@ -208,7 +208,7 @@ def test_pivot_refuses_an_unknown_axis(surface, rows, cols, needles):
 @pytest.mark.parametrize(
     ("value", "needles"),
     [
-        ("epz", ("--value", "'epz'", "not a surface column", "eps, sd_mean")),
+        ("epz", ("--value", "'epz'", "not a surface column", "eps, se_mean")),
         ("alpha", ("--value", "'alpha'", "axis", "eps")),
         ("method", ("--value", "'method'", "eps")),
     ],
@@ -219,11 +219,11 @@ def test_pivot_refuses_a_bad_value(surface, value, needles):
 
 def test_value_columns_are_numeric_measures_not_axes_or_identifiers(surface):
     values = value_columns(surface)
-    assert values == ["eps", "sd_mean", "coverage", "divergences", "replicates"]
+    assert values == ["eps", "se_mean", "coverage", "divergences", "replicates"]
     assert not set(values) & set(AXES)
     refuses(
         lambda: pivot_surface(surface, "n_phi", "n_m", "config_id", {"rho": 0.7}),
-        "--value 'config_id' is an identifier, not a value; choose one of: eps, sd_mean",
+        "--value 'config_id' is an identifier, not a value; choose one of: eps, se_mean",
     )
 
 
@@ -239,7 +239,7 @@ def test_notes_explain_the_conventional_eps_of_no_ratings(surface):
     assert table_notes(surface, "eps") == [
         "eps is 1 by convention where n_phi = n_m = 0: no ratings, no evidence about α"
     ]
-    assert table_notes(surface, "sd_mean") == []
+    assert table_notes(surface, "se_mean") == []
     assert table_notes(surface[surface.n_phi > 0], "eps") == []
 
 
