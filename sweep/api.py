@@ -102,8 +102,9 @@ class SweepStatus:
             f"(of {self.shards})",
             f"configurations: {self.configurations_done:,} done, "
             f"{self.configurations - self.configurations_done:,} to do; fits: {self.fits_done:,}",
-            f"time: {self.compute_seconds:.1f} s computing, {self.elapsed_seconds:.1f} s from "
-            "first to last shard written",
+            f"time: {self.compute_seconds:.1f} s computing shards (summed over the shards, "
+            f"which may overlap), {self.elapsed_seconds:.1f} s of wall time between the first "
+            "and the last shard written",
         ]
         for index, reason in sorted(self.corrupt.items()):
             out.append(f"corrupt: shard {index}: {reason} (the next `sweep run` recomputes it)")

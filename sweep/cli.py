@@ -62,9 +62,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     run = commands.add_parser("run", help="run (or finish) a sweep into a directory")
-    run.add_argument("sweep_file", metavar="SWEEP.yaml")
-    run.add_argument("--out", required=True, metavar="DIR")
-    run.add_argument("--backend", choices=("local", "ray"), default="local")
+    run.add_argument(
+        "sweep_file", metavar="SWEEP.yaml", help="the sweep file (README: Sweep files)"
+    )
+    run.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="the sweep's directory: created, or finished where a run stopped",
+    )
+    run.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: a task per shard on a Ray cluster",
+    )
     run.add_argument("--address", default=None, help="Ray cluster address (else RAY_ADDRESS)")
     run.add_argument(
         "--max-configurations",
@@ -95,26 +107,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     status = commands.add_parser("status", help="shards and configurations done and to do")
-    status.add_argument("dir", metavar="DIR")
+    status.add_argument("dir", metavar="DIR", help="a sweep's directory (sweep run --out)")
 
     def view(name: str, help_text: str):
         sub = commands.add_parser(name, help=help_text)
-        sub.add_argument("dir", metavar="DIR")
+        sub.add_argument("dir", metavar="DIR", help="a sweep's directory (sweep run --out)")
         sub.add_argument("--value", default="eps", help="surface column to show (default eps)")
-        sub.add_argument("--where", nargs="+", default=[], metavar="AXIS=VALUE")
+        sub.add_argument(
+            "--where",
+            nargs="+",
+            default=[],
+            metavar="AXIS=VALUE",
+            help="fix every other axis that varies, e.g. alpha=0.6 estimator=ppi",
+        )
         return sub
 
     show = view("show", "a 2-D table of one surface column")
-    show.add_argument("--rows", required=True)
-    show.add_argument("--cols", required=True)
-    show.add_argument("--digits", type=int, default=3)
+    show.add_argument("--rows", required=True, metavar="AXIS", help="the axis down the rows")
+    show.add_argument("--cols", required=True, metavar="AXIS", help="the axis across")
+    show.add_argument(
+        "--digits", type=int, default=3, help="decimals of each cell, 0 or more (default 3)"
+    )
 
     plot = view("plot", "a heatmap (--rows, --cols) or lines (--x [--lines]) of one column")
-    plot.add_argument("-o", "--output", required=True, metavar="FILE.png")
-    plot.add_argument("--rows")
-    plot.add_argument("--cols")
-    plot.add_argument("--x")
-    plot.add_argument("--lines")
+    plot.add_argument(
+        "-o", "--output", required=True, metavar="FILE.png", help="the figure: .png, .pdf, .svg"
+    )
+    plot.add_argument("--rows", metavar="AXIS", help="a heatmap's axis down (with --cols)")
+    plot.add_argument("--cols", metavar="AXIS", help="a heatmap's axis across (with --rows)")
+    plot.add_argument("--x", metavar="AXIS", help="the numeric axis of a line plot")
+    plot.add_argument("--lines", metavar="AXIS", help="one line per value of this axis")
     plot.add_argument(
         "--log-x",
         action=argparse.BooleanOptionalAction,
@@ -296,6 +318,7 @@ def _status(args) -> None:
 def _show(args) -> None:
     from binmetric_sweep.sweep.api import load_surface
     from binmetric_sweep.sweep.tables import (
+        MEANINGS,
         filter_surface,
         format_table,
         parse_where,
@@ -306,6 +329,9 @@ def _show(args) -> None:
     where = parse_where(args.where)
     surface = load_surface(args.dir)
     table = pivot_surface(surface, args.rows, args.cols, args.value, where)
+    meaning = MEANINGS.get(args.value)
+    # Above the table, outside the data (standard output stays the table alone).
+    print(f"{args.value}: {meaning}" if meaning else args.value, file=sys.stderr, flush=True)
     print(format_table(table, args.value, args.digits))
     for note in table_notes(filter_surface(surface, where), args.value):
         print(f"note: {note}", file=sys.stderr)  # under the table, outside the data
@@ -335,6 +361,7 @@ def _plot(args) -> None:
 
 def _plan(args) -> int:
     from binmetric_sweep.sweep.plan import (
+        flag_spec,
         load_plan_grid,
         plan_grid,
         plan_table,
@@ -360,7 +387,7 @@ def _plan(args) -> int:
         if "eps" not in given:
             raise SweepError("-o: the frontier needs a target --eps")
         check_image_path(args.output)
-    plans = plan_grid([given], replicates=args.replicates, seed=args.seed, frontier=True)
+    plans = plan_grid([flag_spec(given)], replicates=args.replicates, seed=args.seed, frontier=True)
     print(plans_json(plans) if args.json else "\n".join(plans[0].lines()))
     if args.output:
         path = plot_frontier(plans[0], args.output)
@@ -439,7 +466,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     141: the reader of the output went away.
     """
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if not (sys.argv[1:] if argv is None else list(argv)):
+            parser.print_help()  # a bare ``sweep``: the commands, one line each
+            return 2
+        args = parser.parse_args(argv)
         commands = {
             "run": _run,
             "status": _status,

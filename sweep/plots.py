@@ -31,6 +31,7 @@ import pandas as pd
 from pandas.api import types as ptypes
 
 from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.paths import check_parents
 from binmetric_sweep.sweep.tables import (
     INTEGER_VALUES,
     axis_columns,
@@ -320,6 +321,7 @@ def save_figure(fig: Figure, path: str | pathlib.Path) -> pathlib.Path:
     Not cropped (no ``bbox_inches="tight"``): the file keeps the figure's width,
     so a paper can include it at 100 % and its text keeps its point size.
     """
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI)
     fig.clear()
     return pathlib.Path(path)
@@ -847,7 +849,8 @@ def plot_surface(
 
 
 def check_image_path(out: str | pathlib.Path) -> pathlib.Path:
-    """``out`` as a path, if matplotlib can write its suffix (else :class:`SweepError`)."""
+    """``out`` as a path, if matplotlib can write its suffix and a file can be made there
+    (missing directories above it are created when it is saved), else :class:`SweepError`."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -856,4 +859,7 @@ def check_image_path(out: str | pathlib.Path) -> pathlib.Path:
     if path.suffix.lstrip(".").lower() not in supported:
         allowed = ", ".join(sorted(supported))
         raise SweepError(f"-o: {str(path)!r} has no supported image suffix; allowed: {allowed}")
+    if path.is_dir():
+        raise SweepError(f"-o: {str(path)!r} is a directory, not a file")
+    check_parents(path, "-o")
     return path

@@ -40,6 +40,7 @@ __all__ = [
     "format_table",
     "format_value",
     "table_notes",
+    "MEANINGS",
 ]
 
 AXES: tuple[str, ...] = (
@@ -64,6 +65,30 @@ INTEGER_VALUES: frozenset[str] = frozenset(
     {"divergences", "nonfinite", "not_applicable", "replicates", "shard", "config_id"}
 )
 """Value columns that count things, shown without decimals."""
+
+#: What each value column means, in words (``sweep show`` prints it above the table).
+MEANINGS: dict[str, str] = {
+    "eps": "ε, the smallest difference between two systems a two-sided test at γ calls "
+    "significant (with the row's power)",
+    "se_mean": "mean SE of α over replicates (bayes: mean posterior SD)",
+    "se_sd": "SD of the SE over replicates",
+    "se_ratio": "mean SE over the SD of the estimates (below 1: over-confident)",
+    "bias_mean": "mean of estimate − true α over replicates",
+    "bias_sd": "SD of estimate − true α over replicates",
+    "bias_mcse": "Monte Carlo SE of the mean bias",
+    "rmse": "root mean square of estimate − true α",
+    "width_mean": "mean interval width",
+    "coverage": "share of replicates whose interval holds the true α",
+    "coverage_mcse": "Monte Carlo SE of coverage",
+    "coverage_low": "lower end of coverage's 95 % Wilson interval",
+    "coverage_high": "upper end of coverage's 95 % Wilson interval",
+    "rhat_max": "worst split R-hat over replicates",
+    "ess_min": "smallest bulk ESS over replicates",
+    "divergences": "divergent transitions, all replicates",
+    "nonfinite": "replicates whose numbers are not finite",
+    "not_applicable": "replicates where the estimator does not apply",
+    "replicates": "replicates per configuration",
+}
 
 RELATIVE_TOLERANCE = 1e-9
 _NULL_WORDS = frozenset({"none", "null", "na", "nan", "<na>"})

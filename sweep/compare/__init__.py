@@ -59,6 +59,10 @@ def compare(
         counts = check_counts(ratings, "counts")
     else:
         counts = read_ratings(ratings)
+    if len(counts) < 2:
+        source = "ratings" if isinstance(ratings, pd.DataFrame) else os.fspath(ratings)
+        only = f" ({counts['system'].iloc[0]!r})" if len(counts) else ""
+        raise SweepError(f"{source}: a comparison needs two systems or more; it has one{only}")
     if method == "nuts":
         from binmetric_sweep.sweep.compare.sampled import compare_by_nuts
 

@@ -123,6 +123,11 @@ def compare_systems(
     else:
         mean, sd, low, high, p, checked = _shared(c, level)
         warnings += _heterogeneity(counts)
+        for name in counts["system"][counts["n_phi"] == 0]:
+            warnings.append(
+                f"system {name!r} has no human ratings: its α rests on its metric ratings "
+                "and the pooled (ρ, η) alone"
+            )
         if checked > CHECK_TOLERANCE:
             warnings.append(
                 f"the shared (ρ, η) rule moved a probability or moment by {checked:.1e} "
@@ -166,7 +171,8 @@ def ranked(
             "eta_mean": e_mean[order],
         }
     )
-    return systems, p_better[np.ix_(order, order)]
+    # Quadrature sums can pass 1 (or 0) by a few ulps; a probability is shown in [0, 1].
+    return systems, np.clip(p_better[np.ix_(order, order)], 0.0, 1.0)
 
 
 def _check_options(rates, gamma, level, adjust) -> None:

@@ -214,6 +214,8 @@ def _read_csv(file: Path, source: str, delimiter: str) -> pd.DataFrame:
     try:
         with pa_csv.open_csv(file, parse_options=parse) as reader:
             names = reader.schema.names
+    except UnicodeDecodeError as exc:  # a binary file: say so, echo none of its bytes
+        raise SweepError(f"{source}: unreadable as {kind} (its header is not UTF-8 text)") from exc
     except (pa.ArrowException, OSError) as exc:
         raise SweepError(f"{source}: unreadable as {kind} ({_why(exc)})") from exc
     columns = _select(names, source)
@@ -225,6 +227,7 @@ def _read_csv(file: Path, source: str, delimiter: str) -> pd.DataFrame:
     )
     try:
         table = pa_csv.read_csv(file, parse_options=parse, convert_options=convert)
+        table.validate(full=True)  # text that is not UTF-8
     except (pa.ArrowException, OSError) as exc:
         raise SweepError(f"{source}: unreadable as {kind} ({_why(exc)})") from exc
     return table.to_pandas()
@@ -283,9 +286,10 @@ def _bad_json_line(file: Path) -> str | None:
 
 
 def _why(exc: BaseException) -> str:
-    """Return the first line of a parser's message, shortened for an error line."""
+    """Return the first line of a parser's message, shortened for an error line, with any
+    character that is not printable escaped (a parser may quote the file's bytes)."""
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
-    text = lines[0]
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[0])
     return text if len(text) <= _WHY_MAX else text[: _WHY_MAX - 1] + "…"
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 
 from binmetric_sweep.sweep.compare.analysis import Comparison
 from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.paths import check_parents
 
 __all__ = [
     "MATRIX_MAX_SYSTEMS",
@@ -64,13 +64,31 @@ def comparison_json(result: Comparison) -> str:
     )
 
 
+#: The rate models and methods, in words.
+RATE_WORDS = {
+    "per-system": "each system's metric rates ρ, η from its own paired ratings",
+    "shared": "one pair of metric rates ρ, η from all systems' paired ratings",
+}
+METHOD_WORDS = {"quadrature": "exact posterior (quadrature)", "nuts": "posterior draws (NUTS)"}
+
+
+def signed(x: float, digits: int) -> str:
+    """``x`` with its sign and ``digits`` decimals, without a sign where it rounds to 0."""
+    text = f"{x:+.{digits}f}"
+    return f"{0.0:.{digits}f}" if float(text) == 0 else text
+
+
 def comparison_text(result: Comparison) -> str:
     """The systems (best first) and the pairs, for a terminal."""
     s = result.settings
     level = f"{100 * s['level']:g} %"
+    holm = s["adjust"] == "holm"
     head = (
-        f"{len(result.systems)} systems; rates: {s['rates']}; {s['method']}; "
-        f"γ = {s['gamma']:g}" + (", Holm-adjusted" if s["adjust"] == "holm" else "")
+        f"{len(result.systems)} systems; {RATE_WORDS.get(s['rates'], s['rates'])}; "
+        f"{METHOD_WORDS.get(s['method'], s['method'])}; γ = {s['gamma']:g}"
+        + (", Holm-adjusted over all pairs" if holm else "")
+        + "\nalpha: share of adequate outputs (posterior mean); sd: its posterior SD; "
+        "human counts every human rating, paired those that also have a metric rating"
     )
     systems = result.systems
     width = max(6, *(len(str(n)) for n in systems["system"]))
@@ -105,10 +123,11 @@ def _next(result: Comparison) -> list[str]:
     out = ["what to rate next (cheapest first; ratings to add to each system of the pair):"]
     for row in pairs.head(LISTED_PAIRS).itertuples():
         if not math.isfinite(row.add_cost):
-            out.append(f"  {row.a} vs {row.b} (diff {row.diff_mean:+.3f}): out of reach")
+            out.append(f"  {row.a} vs {row.b} (diff {signed(row.diff_mean, 3)}): out of reach")
             continue
         out.append(
-            f"  {row.a} vs {row.b} (diff {row.diff_mean:+.3f}): {row.a} +{row.add_human_a:,.0f} "
+            f"  {row.a} vs {row.b} (diff {signed(row.diff_mean, 3)}): "
+            f"{row.a} +{row.add_human_a:,.0f} "
             f"human +{row.add_metric_a:,.0f} metric, {row.b} +{row.add_human_b:,.0f} human "
             f"+{row.add_metric_b:,.0f} metric; cost {row.add_cost:,.2f}"
         )
@@ -124,13 +143,15 @@ def _matrix(result: Comparison) -> list[str]:
         f"{n} ({m:.2f})" for n, m in zip(systems["system"], systems["alpha_mean"], strict=True)
     ]
     mean = systems["alpha_mean"].to_numpy()
-    p = result.p_better
+    holm = result.settings["adjust"] == "holm"
+    shown = _pair_matrix(result, "p_holm") if holm else result.p_better
     significant = _significant_matrix(result)
     cells = [
         [
             "—"
             if i == j
-            else f"{mean[i] - mean[j]:+.2f} ({p[i, j]:.3f})" + ("*" if significant[i, j] else " ")
+            else f"{signed(mean[i] - mean[j], 2)} ({shown[i, j]:.3f})"
+            + ("*" if significant[i, j] else " ")
             for j in range(len(names))
         ]
         for i in range(len(names))
@@ -143,22 +164,30 @@ def _matrix(result: Comparison) -> list[str]:
             "  ".join([name.ljust(first), *(c.rjust(w) for c, w in zip(row, widths, strict=True))])
         )
     g = result.settings["gamma"]
-    rule = "Holm-adjusted over all pairs" if result.settings["adjust"] == "holm" else "two-sided"
-    out.append(
-        f"cell: row's α − column's α, posterior mean (P(row's α > column's α)); "
-        f"* significant at γ = {g:g} ({rule})"
-    )
+    if holm:
+        out.append(
+            "cell: row's α − column's α, posterior mean (Holm-adjusted two-sided tail "
+            f"2·min(P, 1 − P), P = P(row's α > column's α)); * adjusted value ≤ γ = {g:g}"
+        )
+    else:
+        out.append(
+            f"cell: row's α − column's α, posterior mean (P(row's α > column's α)); "
+            f"* significant at γ = {g:g} (two-sided)"
+        )
+    return out
+
+
+def _pair_matrix(result: Comparison, column: str) -> np.ndarray:
+    """A pairs column as a symmetric ``(S, S)`` matrix in the systems' order."""
+    index = {name: i for i, name in enumerate(result.systems["system"])}
+    out = np.full((len(index),) * 2, np.nan)
+    for a, b, value in zip(result.pairs["a"], result.pairs["b"], result.pairs[column], strict=True):
+        out[index[a], index[b]] = out[index[b], index[a]] = value
     return out
 
 
 def _significant_matrix(result: Comparison) -> np.ndarray:
-    index = {name: i for i, name in enumerate(result.systems["system"])}
-    out = np.zeros((len(index),) * 2, bool)
-    for a, b, sig in zip(
-        result.pairs["a"], result.pairs["b"], result.pairs["significant"], strict=True
-    ):
-        out[index[a], index[b]] = out[index[b], index[a]] = bool(sig)
-    return out
+    return np.nan_to_num(_pair_matrix(result, "significant")).astype(bool)
 
 
 def _not_significant(result: Comparison) -> list[str]:
@@ -170,10 +199,12 @@ def _not_significant(result: Comparison) -> list[str]:
         if len(weak)
         else f"pairs: all {len(pairs):,} significant at γ = {result.settings['gamma']:g}"
     ]
+    holm = "p_holm" in pairs.columns
     for row in weak.head(LISTED_PAIRS).itertuples():
+        adjusted = f", Holm-adjusted {row.p_holm:.3f}" if holm else ""
         out.append(
-            f"  {row.a} vs {row.b}: diff {row.diff_mean:+.3f}, P(a better) = "
-            f"{row.p_a_better:.3f}, ε = {row.eps:.3f}"
+            f"  {row.a} vs {row.b}: diff {signed(row.diff_mean, 3)}, P(a better) = "
+            f"{row.p_a_better:.3f}{adjusted}, ε = {row.eps:.3f}"
         )
     if len(weak) > LISTED_PAIRS:
         out.append(f"  … and {len(weak) - LISTED_PAIRS:,} more (all in --json or --out)")
@@ -181,10 +212,12 @@ def _not_significant(result: Comparison) -> list[str]:
 
 
 def check_out_dir(out: str | os.PathLike) -> Path:
-    """``out`` as a Path, if it can be the tables' directory (absent, or a directory)."""
+    """``out`` as a Path, if it can be the tables' directory: a directory, or absent under
+    a directory (missing ones between are created, as ``sweep run`` creates its own)."""
     directory = Path(out)
     if directory.exists() and not directory.is_dir():
         raise SweepError(f"--out: {str(directory)!r} is a file, not a directory")
+    check_parents(directory, "--out")
     return directory
 
 
@@ -206,10 +239,12 @@ def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> lis
         table = pa.Table.from_pandas(frame, preserve_index=False)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
         path = directory / f"{name}.parquet"
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=f".{name}.", delete=False) as f:
-            draft = Path(f.name)
+        # Written as sweep run writes its shards: created with the umask's mode (0644),
+        # whole under a temporary name, then renamed.
+        draft = directory / f".{name}.parquet.{os.getpid()}.tmp"
         try:
-            pq.write_table(table, draft)
+            with open(draft, "wb") as handle:
+                pq.write_table(table, handle)
             os.replace(draft, path)
         finally:
             draft.unlink(missing_ok=True)

@@ -65,7 +65,14 @@ from binmetric_sweep.sweep.plan.planner import plan, plan_grid
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, relaxed_sd, solve_relaxed
 from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan, plan_table, plans_json
 from binmetric_sweep.sweep.plan.simulate import simulate_tests
-from binmetric_sweep.sweep.plan.spec import UNLIMITED, PlanSpec, Problems, load_plan_grid, problems
+from binmetric_sweep.sweep.plan.spec import (
+    UNLIMITED,
+    PlanSpec,
+    Problems,
+    flag_spec,
+    load_plan_grid,
+    problems,
+)
 
 __all__ = [
     "UNLIMITED",
@@ -81,6 +88,7 @@ __all__ = [
     "simulate_tests",
     "plan",
     "plan_grid",
+    "flag_spec",
     "load_plan_grid",
     "plan_table",
     "plans_json",

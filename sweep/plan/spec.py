@@ -91,6 +91,39 @@ class PlanSpec(BaseModel):
         return self.cost_human * n_phi + self.cost_metric * n_m + self.fixed_cost()
 
 
+def _allowed(name: str) -> str:
+    """A field's allowed range as an interval: ``(0, 1)``, ``[0.5, 1)``, ``> 0``."""
+    bounds = {type(m).__name__: m for m in PlanSpec.model_fields[name].metadata}
+    low = bounds.get("Gt") or bounds.get("Ge")
+    high = bounds.get("Lt") or bounds.get("Le")
+    left = "(" if "Gt" in bounds else "["
+    right = ")" if "Lt" in bounds else "]"
+    low_value = getattr(low, "gt", getattr(low, "ge", None))
+    high_value = getattr(high, "lt", getattr(high, "le", None))
+    if high is None:
+        return f"{'>' if left == '(' else '≥'} {low_value:g}"
+    return f"{left}{low_value:g}, {high_value:g}{right}"
+
+
+def flag_spec(given: dict) -> PlanSpec:
+    """The :class:`PlanSpec` of ``sweep plan``'s flags; errors name the flag and its range
+    (``--alpha: 1.2 is out of range; allowed: (0, 1)``)."""
+    try:
+        return PlanSpec.model_validate(given)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        flag = f"--{name.replace('_', '-')}" if name else "sweep plan"
+        cause = first.get("ctx", {}).get("error")
+        if isinstance(cause, SweepError):
+            raise SweepError(str(cause)) from None
+        if first["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            raise SweepError(
+                f"{flag}: {shown(first.get('input'))} is out of range; allowed: {_allowed(name)}"
+            ) from None
+        raise SweepError(f"{flag}: {first['msg']} (got {shown(first.get('input'))})") from None
+
+
 def _spec(source: PlanSpec | dict, where: str = "") -> PlanSpec:
     """A validated :class:`PlanSpec`; errors become one-line :class:`SweepError`."""
     if isinstance(source, PlanSpec):

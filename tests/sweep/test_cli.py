@@ -96,6 +96,8 @@ def test_run_status_show_plot_through_the_console(tmp_path):
     assert show.returncode == 0, show.stderr
     assert show.stdout.splitlines()[0].split() == ["n_phi\\n_m", "0", "1000"]
     assert show.stdout.splitlines()[1].split()[:2] == ["0", "1.000"]
+    assert show.stderr.splitlines()[0].startswith("eps: ε, the smallest difference")
+    assert "s of wall time between the first and the last shard written" in state.stdout
     vague = cli("show", str(out), "--rows", "n_phi", "--cols", "n_m")
     assert vague.returncode == 2 and "--where must fix" in vague.stderr
     png = tmp_path / "eps.png"
@@ -194,3 +196,44 @@ def test_every_plan_option_says_what_it_is_and_its_default_or_range(capsys):
         ("--seed N", "(default 0)"),
     ]:
         assert f"{option} " in text and needle in text, (option, needle)
+
+
+def test_every_option_of_every_command_is_described_in_its_help():
+    """A test that walks all parsers: each argument but -h has a help text."""
+    import argparse
+
+    from binmetric_sweep.sweep.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    undescribed = [
+        f"sweep {name} {action.option_strings or action.metavar or action.dest}"
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert not undescribed, undescribed
+    assert all(choice.help for choice in commands._choices_actions)
+
+
+def test_a_bare_sweep_lists_the_commands(capsys):
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    for command in ("run", "status", "show", "plot", "plan", "compare"):
+        assert f"    {command} " in out, command
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        (["--alpha", "1.2"], "--alpha: 1.2 is out of range; allowed: (0, 1)"),
+        (["--power", "0.3"], "--power: 0.3 is out of range; allowed: [0.5, 1)"),
+        (["--cost-human", "0"], "--cost-human: 0.0 is out of range; allowed: > 0"),
+    ],
+)
+def test_plan_flags_are_refused_in_flag_terms(flag, message, capsys):
+    given = {"--alpha": "0.6", "--rho": "0.8", "--eta": "0.8", "--eps": "0.02"}
+    given["--cost-metric"] = "0.002"
+    given[flag[0]] = flag[1]
+    assert main(["plan", *(x for pair in given.items() for x in pair)]) == 2
+    assert capsys.readouterr().err.strip() == f"sweep: error: {message}"

@@ -5,7 +5,9 @@ published comparisons), and the command's outputs."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import stat
 
 import numpy as np
 import pandas as pd
@@ -320,6 +322,41 @@ def test_the_command_prints_writes_and_refuses(tmp_path, capsys):
     assert err == f"sweep: error: --out: {str(bad)!r} is a file, not a directory"
 
 
+def test_paths_that_cannot_be_written_are_refused_before_the_analysis(tmp_path, capsys):
+    """A file in the way of --out or -o: exit 2, one line, before anything is computed;
+    missing directories are created, and the tables are written 0644 as sweep run's."""
+    blocker, folder = tmp_path / "file", tmp_path / "d.png"
+    blocker.write_text("x")
+    folder.mkdir()
+    for argv, message in [
+        (["--out", str(blocker / "s")], f"--out: {str(blocker / 's')!r} cannot be made: "),
+        (["-o", str(blocker / "x.png")], f"-o: {str(blocker / 'x.png')!r} cannot be made: "),
+        (["-o", str(folder)], f"-o: {str(folder)!r} is a directory, not a file"),
+    ]:
+        assert main(["compare", str(EXAMPLE), *argv]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"sweep: error: {message}") and "\n" not in err, err
+    out, fig = tmp_path / "new" / "tables", tmp_path / "new" / "figs" / "p.png"
+    previous = os.umask(0o022)
+    try:
+        assert main(["compare", str(EXAMPLE), "--out", str(out), "-o", str(fig)]) == 0
+    finally:
+        os.umask(previous)
+    assert fig.is_file()
+    for path in (out / "systems.parquet", out / "pairs.parquet"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+    assert not list(out.glob(".*"))
+
+
+def test_one_system_is_not_a_comparison(tmp_path, capsys):
+    one = tmp_path / "one.csv"
+    one.write_text("system,human,metric\nA,1,\nA,0,1\n")
+    assert main(["compare", str(one), "--out", str(tmp_path / "never")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"sweep: error: {one}: a comparison needs two systems or more; it has one ('A')"
+    assert not (tmp_path / "never").exists()
+
+
 @pytest.mark.parametrize("rates", ["per-system", "shared"])
 def test_nuts_agrees_with_quadrature_within_monte_carlo_error(rates):
     exact = sweep.compare(EXAMPLE, rates=rates)
@@ -340,3 +377,24 @@ def test_nuts_agrees_with_quadrature_within_monte_carlo_error(rates):
     p, q = matrix(exact), matrix(sampled)
     bound = 4 * np.sqrt(np.maximum(p * (1 - p), 1e-4) / s["ess_min"])
     assert (np.abs(p - q) <= bound + 1e-3).all(), (p, q)
+
+
+def test_a_binary_file_is_described_not_echoed(tmp_path, capsys):
+    binary = tmp_path / "ratings.csv"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)) * 3)
+    bad_text = tmp_path / "bad.csv"
+    bad_text.write_bytes(b"system,human,metric\nA,1,\nB,\xff\xfe,1\n")
+    for path in (binary, bad_text):
+        assert main(["compare", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"sweep: error: {path}: unreadable as CSV") and "\n" not in err
+        assert err.isprintable(), err
+
+
+def test_a_system_without_human_ratings_is_warned_about_under_shared_rates_too():
+    counts = counts_table(*SMALL.itertuples(index=False), ("d", 0, 0, 0, 0, 0, 0, 90, 50))
+    shared = sweep.compare(counts, rates="shared")
+    assert any("'d' has no human ratings" in w and "pooled" in w for w in shared.warnings)
+    assert not any("'a'" in w for w in shared.warnings)
+    p = shared.p_better
+    assert np.all((p >= 0) & (p <= 1)) and (shared.pairs["p_a_better"].between(0, 1)).all()
