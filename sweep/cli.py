@@ -398,11 +398,11 @@ def _plan(args) -> int:
 def _compare(args) -> None:
     from binmetric_sweep.sweep.compare import compare
     from binmetric_sweep.sweep.compare.report import (
-        check_out_dir,
         comparison_json,
         comparison_text,
         write_tables,
     )
+    from binmetric_sweep.sweep.paths import check_out_dir
 
     # Everything that can be refused is refused before the analysis runs.
     if args.output:

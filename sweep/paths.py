@@ -7,7 +7,7 @@ from pathlib import Path
 
 from binmetric_sweep.sweep.errors import SweepError
 
-__all__ = ["check_parents"]
+__all__ = ["check_out_dir", "check_parents"]
 
 
 def check_parents(path: str | os.PathLike, option: str) -> None:
@@ -21,3 +21,13 @@ def check_parents(path: str | os.PathLike, option: str) -> None:
                     f"{option}: {str(path)!r} cannot be made: {str(parent)!r} is a file"
                 )
             return
+
+
+def check_out_dir(out: str | os.PathLike) -> Path:
+    """``out`` as a Path, if it can be an output directory (``--out``): a directory, or
+    absent where one can be made (missing directories between are created)."""
+    directory = Path(out)
+    if directory.exists() and not directory.is_dir():
+        raise SweepError(f"--out: {str(directory)!r} is a file, not a directory")
+    check_parents(directory, "--out")
+    return directory

@@ -32,6 +32,7 @@ import yaml
 
 from binmetric_sweep.sweep.config import SweepSpec, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.paths import check_out_dir
 from binmetric_sweep.sweep.shards import ShardResult
 from binmetric_sweep.sweep.version import NUMBERS_VERSION, __version__
 
@@ -242,14 +243,13 @@ def open_store(out: str | Path, spec: SweepSpec, shard_rows: list[int], create: 
     """Open ``out`` for ``spec``: check it holds this sweep (or nothing), create it if asked.
 
     Raises:
-        SweepError: ``out`` holds another sweep (naming what differs), is a file,
-            or is a non-empty directory that holds no sweep.
+        SweepError: ``out`` holds another sweep (naming what differs), is a file
+            or under one, or is a non-empty directory that holds no sweep.
     """
     out = Path(out)
     store = Store(out, spec, shard_rows)
     manifest_path = out / MANIFEST
-    if out.exists() and not out.is_dir():
-        raise SweepError(f"--out: {str(out)!r} is a file, not a directory")
+    check_out_dir(out)
     if manifest_path.exists():
         manifest = read_manifest(out)
         written = manifest.get("numbers_version", manifest.get("version"))

@@ -21,12 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binmetric_sweep.sweep.compare.analysis import Comparison
-from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.paths import check_parents
+from binmetric_sweep.sweep.paths import check_out_dir
 
 __all__ = [
     "MATRIX_MAX_SYSTEMS",
-    "check_out_dir",
     "comparison_text",
     "comparison_json",
     "write_tables",
@@ -209,16 +207,6 @@ def _not_significant(result: Comparison) -> list[str]:
     if len(weak) > LISTED_PAIRS:
         out.append(f"  … and {len(weak) - LISTED_PAIRS:,} more (all in --json or --out)")
     return out
-
-
-def check_out_dir(out: str | os.PathLike) -> Path:
-    """``out`` as a Path, if it can be the tables' directory: a directory, or absent under
-    a directory (missing ones between are created, as ``sweep run`` creates its own)."""
-    directory = Path(out)
-    if directory.exists() and not directory.is_dir():
-        raise SweepError(f"--out: {str(directory)!r} is a file, not a directory")
-    check_parents(directory, "--out")
-    return directory
 
 
 def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> list[Path]:

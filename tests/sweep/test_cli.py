@@ -237,3 +237,13 @@ def test_plan_flags_are_refused_in_flag_terms(flag, message, capsys):
     given[flag[0]] = flag[1]
     assert main(["plan", *(x for pair in given.items() for x in pair)]) == 2
     assert capsys.readouterr().err.strip() == f"sweep: error: {message}"
+
+
+def test_run_out_under_a_file_is_refused_in_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    path = write_sweep(tmp_path / "s.yaml", tiny())
+    assert main(["run", path, "--out", str(blocker / "sub"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    expected = f"--out: {str(blocker / 'sub')!r} cannot be made: {str(blocker)!r} is a file"
+    assert err == f"sweep: error: {expected}"

@@ -11,6 +11,7 @@ import tarfile
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from binmetric_sweep import sweep
 from binmetric_sweep.kernels.estimators import CLASSICAL, ESTIMATOR_NAMES, REASONS
@@ -128,8 +129,6 @@ def _sweep_before(spec: dict, out, tmp_path) -> None:
         "sweep.run(yaml.safe_load(sys.argv[1]), sys.argv[2], progress=False)"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
-    import yaml
-
     done = subprocess.run(
         [sys.executable, "-c", code, yaml.safe_dump(spec), str(out)],
         env=env,
