@@ -163,11 +163,10 @@ WARM_UP = False
 #: Timed runs of each quadrature variant (``--quadrature-repeats``); the median counts.
 QUADRATURE_REPEATS = 3
 #: ... and more, until they have taken this many seconds in all
-#: (``--quadrature-seconds``): a run of 10^2 lanes takes ~15 ms on the
-#: development CPU, and its first run after the compiling took 2–3 times as
-#: long as the next ones: three runs' medians of the same code were up to
-#: 1.6 times apart between runs of the script (2026-11-26; with 2 s of runs,
-#: 1.25 times, as fast as the machine itself drifts).
+#: (``--quadrature-seconds``): small batches' first runs after compiling are
+#: slower than the next ones, so a few runs' median drifts between runs of the
+#: script; 2 s of runs keeps it within the machine's own drift
+#: (docs/performance.md).
 QUADRATURE_SECONDS = 2.0
 #: ``schedule_for(rule_lanes=...)`` for every quadrature run (``--rule-chunks``).
 RULE_CHUNKS: dict | None = None
@@ -318,8 +317,8 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     _, three_rules_s = variant("without_alpha_t", cascade_without("hermite_alpha_t"))
     middle = ("hermite_alpha_t", "t_outer", "hermite_t")
     _, two_rules_s = variant("without_hermite_t", cascade_without(*middle))
-    # The cheapest middle rule a lane (on an H100 in 0.23.0, 0.0022 ms against the
-    # nested rule's 0.0092) alone: a plan that only moves lanes off the nested rule.
+    # The cheapest middle rule a lane alone: a plan that only moves lanes off the
+    # nested rule (the rules' costs: docs/performance.md).
     _, t_outer_only_s = variant("t_outer_only", cascade_without("hermite_alpha_t", "hermite_t"))
     only_nested, nested_s = variant("nested", (nested(),))
     gap = {

@@ -78,20 +78,19 @@ CPU_NUTS_CALL_CHAINS = 512
 CPU_NUTS_SLOTS = 128
 #: ... and this many where no call of the group holds more than
 #: :data:`CPU_FEW_SLOTS_CALL_CHAINS` chains: a step costs a fixed part plus a
-#: part per slot, so few chains on many slots pay for idle ones (25.1 against
-#: 19.7 fits/s at 100 fits), with the same draws.
+#: part per slot, so few chains on many slots pay for idle ones; the draws are
+#: the same (measured: docs/performance.md, tuning constants).
 CPU_FEW_NUTS_SLOTS = 32
 CPU_FEW_SLOTS_CALL_CHAINS = 256
-#: On an accelerator every quadrature call holds this many lanes (larger calls
-#: ran no faster on an H100, and at 32,768 lanes outgrew its memory) ...
+#: On an accelerator every quadrature call holds this many lanes: larger calls
+#: ran no faster and the largest outgrew device memory (docs/performance.md) ...
 ACCELERATOR_QUADRATURE_LANES = 1024
 #: ... but for these rules: a Gauss–Hermite call costs about its kernel launches,
-#: not its lanes, there (389,010 against 131,057 posteriors/s in calls of 1024).
+#: not its lanes, there, so fewer, larger calls (docs/performance.md).
 ACCELERATOR_RULE_LANES: Mapping[str, int] = MappingProxyType({"gauss_hermite": 16384})
 #: On an accelerator, calls in flight at once: with one the device waits while
-#: the host prepares or summarises each call (NUTS 5,991–6,177 against
-#: 3,617–3,737 fits/s on an H100; quadrature 510,955 against 394,223
-#: posteriors/s on an H200). On CPU: one per core (:func:`usable_cores`).
+#: the host prepares or summarises each call (docs/performance.md, tuning
+#: constants). On CPU: one per core (:func:`usable_cores`).
 ACCELERATOR_WORKERS = 2
 #: On an accelerator, shards begun before the one in hand is written, so that
 #: the device need not wait for a shard's last summaries and its write (on CPU
@@ -101,11 +100,11 @@ ACCELERATOR_SHARDS_AHEAD = 1
 #: and an accelerator's NUTS calls), which bounds the number of compiled programs
 #: whatever the shard sizes.
 MIN_BATCH = 64
-#: At most this many fits in a NUTS call: on an H100 a fit's numbers were the
-#: same in calls of 4096 and 1024 fits, not in calls of 16,384.
+#: At most this many fits in a NUTS call: above it a fit's numbers changed with
+#: the call's size on an accelerator (docs/performance.md, tried and rejected).
 NUTS_MAX_CALL_FITS = 4096
 #: Lanes in every call of the classical estimators (:mod:`sweep.estimates`), on
-#: every device: closed forms cost ~0.1 µs a lane, so one size serves all.
+#: every device: closed forms cost little beside the fits, so one size serves all.
 ESTIMATOR_LANES = 4096
 #: What a NUTS call's kept draws and their host copies may take, where the
 #: schedule sizes its calls by memory (an accelerator).
