@@ -87,7 +87,7 @@ def main(argv=None) -> None:
             runs = []
             for _ in range(args.repeats):
                 start = time.perf_counter()
-                counts = read_ratings(path)
+                counts = read_ratings(path).counts
                 read = time.perf_counter() - start
                 result = compare(counts, rates=rates)
                 total = time.perf_counter() - start

@@ -200,8 +200,9 @@ def _compare_parser(commands) -> None:
     compare.add_argument(
         "ratings",
         metavar="RATINGS",
-        help="CSV, Parquet or JSON Lines: one row per rated output (system, human, metric: "
-        "1, 0 or empty), or one row per system with the model's counts",
+        help="CSV, Parquet or JSON Lines: rows of labels (system, human, metric: 1, 0 or "
+        "empty; with an item column, one output's labels may sit on several rows), or one "
+        "row per system with the model's counts",
     )
     compare.add_argument(
         "--rates",
@@ -239,6 +240,15 @@ def _compare_parser(commands) -> None:
     compare.add_argument(
         "--seed", type=_count, default=0, metavar="N", help="seed of the NUTS draws (default 0)"
     )
+    for flag, kind in (("--annotators", "human"), ("--judges", "metric")):
+        compare.add_argument(
+            flag,
+            choices=("refuse", "majority", "all"),
+            default="refuse",
+            help=f"with an item column: how several {kind} labels of one item combine: refuse "
+            f"(the default: an error naming the item), majority (a tie is refused), or all "
+            f"(each label a separate {kind} rating)",
+        )
     compare.add_argument("--json", action="store_true", help="print one JSON object")
     compare.add_argument(
         "--out", metavar="DIR", help="write systems.parquet and pairs.parquet into DIR"
@@ -426,8 +436,12 @@ def _compare(args) -> None:
         method=args.method,
         seed=args.seed,
         cost_metric=args.cost_metric,
+        annotators=args.annotators,
+        judges=args.judges,
         **planning,
     )
+    for line in result.reading.notes():
+        print(f"sweep: {line}", file=sys.stderr)
     for line in result.warnings:
         print(f"sweep: warning: {line}", file=sys.stderr)
     print(comparison_json(result) if args.json else comparison_text(result))

@@ -15,7 +15,7 @@ from dataclasses import replace
 import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
-from binmetric_sweep.sweep.compare.ratings import check_counts, counts_from_ratings, read_ratings
+from binmetric_sweep.sweep.compare.ratings import counts_from_ratings, counts_table, read_ratings
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
 
@@ -34,6 +34,8 @@ def compare(
     cost_metric: float | None = None,
     cost_human: float = 1.0,
     power: float = 0.8,
+    annotators: str = "refuse",
+    judges: str = "refuse",
 ) -> Comparison:
     """Compare the systems of a ratings file or DataFrame (one row per rated output, or per
     system with counts), as ``sweep compare``.
@@ -46,19 +48,23 @@ def compare(
     ``method`` "nuts" computes the same comparison from NUTS draws (the check,
     :func:`~.sampled.compare_by_nuts`, with ``seed``). With ``cost_metric``, the
     pairs not significant also get the cheapest ratings that would make them so
-    (:func:`~.next_ratings.next_ratings`).
+    (:func:`~.next_ratings.next_ratings`). ``annotators`` and ``judges`` say how
+    several human or metric labels of one item are combined ("refuse",
+    "majority" or "all"; :mod:`~.ratings`); the result's ``reading`` says what
+    was read.
 
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
     """
     # Compiled programs kept for the next run, as ``sweep run`` keeps them.
     use_compilation_cache(DEFAULT, strict=False)
+    rules = {"annotators": annotators, "judges": judges}
     if isinstance(ratings, pd.DataFrame) and {"human", "metric"} <= set(ratings.columns):
-        counts = counts_from_ratings(ratings, "ratings")
+        counts, reading = counts_from_ratings(ratings, "ratings", **rules)
     elif isinstance(ratings, pd.DataFrame):
-        counts = check_counts(ratings, "counts")
+        counts, reading = counts_table(ratings, "counts", **rules)
     else:
-        counts = read_ratings(ratings)
+        counts, reading = read_ratings(ratings, **rules)
     if len(counts) < 2:
         source = "ratings" if isinstance(ratings, pd.DataFrame) else os.fspath(ratings)
         only = f" ({counts['system'].iloc[0]!r})" if len(counts) else ""
@@ -73,6 +79,7 @@ def compare(
         result = compare_systems(counts, rates=rates, gamma=gamma, level=level, adjust=adjust)
     else:
         raise SweepError(f"--method: {method!r} is not allowed; allowed: quadrature, nuts")
+    result = replace(result, reading=reading, settings={**result.settings, **rules})
     if cost_metric is None:
         return result
     from binmetric_sweep.sweep.compare.next_ratings import next_ratings

@@ -27,6 +27,7 @@ import pandas as pd
 from binmetric_sweep.kernels import compare as kc
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.quadrature import QuadratureRule, alpha_log_marginal
+from binmetric_sweep.sweep.compare.ratings import Reading
 from binmetric_sweep.sweep.compile_cache import ExportedProgram
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.fits import fit_lanes
@@ -56,6 +57,8 @@ class Comparison:
         settings: the analysis's settings (rates, gamma, level, adjust, method).
         warnings: one line each, for the user.
         p_better: ``(S, S)`` P(α_i > α_j), systems in the order of ``systems``.
+        reading: what the ratings file held and how its labels were combined
+            (:class:`~.ratings.Reading`), where the counts came from a file or frame.
     """
 
     systems: pd.DataFrame
@@ -63,6 +66,7 @@ class Comparison:
     settings: dict
     warnings: list[str] = field(default_factory=list)
     p_better: np.ndarray | None = None
+    reading: Reading | None = None
 
 
 def counts_of(frame: pd.DataFrame) -> Counts:
@@ -151,15 +155,22 @@ def ranked(
     """The systems table, best first, and ``p_better`` in that order.
 
     ``posterior``: each system's α mean, SD and interval ends, in ``counts``' order;
+    ``n_outputs`` comes from ``counts`` (:func:`~.ratings.read_ratings`), or is
+    N_Φ + N_M for a bare counts table;
     ``rho_mean``, ``eta_mean`` are its paired ratings' Beta means, pooled under
     shared rates (:func:`rate_means`).
     """
     mean, sd, low, high = posterior
     r_mean, e_mean = rate_means(counts_of(counts), rates)
     order = np.argsort(-mean, kind="stable")
+    if "n_outputs" in counts.columns:
+        outputs = counts["n_outputs"].to_numpy()
+    else:  # a counts table: each output rated once, by a human or by the metric alone
+        outputs = (counts["n_phi"] + counts["n_m"]).to_numpy()
     systems = pd.DataFrame(
         {
             "system": counts["system"].to_numpy()[order],
+            "n_outputs": outputs[order],
             "n_human": counts["n_phi"].to_numpy()[order],
             "n_paired": counts["n_rho_eta"].to_numpy()[order],
             "n_metric": counts["n_m"].to_numpy()[order],

@@ -3,21 +3,40 @@
 Two layouts are accepted, as CSV (``.csv``; ``.tsv`` with tabs), Parquet
 (``.parquet``, ``.pq``) or JSON Lines (``.jsonl``, ``.ndjson``):
 
-- a **ratings table**, one row per rated output, with the columns ``system``,
-  ``human`` and ``metric``. A label is 1, 0 or empty. A row with both labels
-  is a paired (calibration) rating, one with ``human`` only a human rating,
-  one with ``metric`` only a metric-only rating. Every human label counts
-  toward α, paired ones included (the paired outputs are human-rated ones).
+- a **ratings table**, with the columns ``system``, ``human`` and ``metric``
+  and, optionally, ``item``. A label is 1, 0 or empty. An *output* is a row,
+  or with ``item`` a (system, item): its labels are gathered from all its
+  rows, wherever they are in the file, so that a human label and a metric
+  label of the same item on two rows make one paired rating. An output with
+  both labels is a paired (calibration) rating, one with ``human`` only a
+  human rating, one with ``metric`` only a metric-only rating. Every human
+  label counts toward α, paired ones included (the paired outputs are
+  human-rated ones).
 - a **counts table**, one row per system, with ``system`` and every column of
   :data:`COUNT_COLUMNS`, for analyses where only counts were published.
 
-Both come out as one row per system: ``system`` then :data:`COUNT_COLUMNS`.
+Both come out as one row per system: ``system``, :data:`COUNT_COLUMNS` and
+``n_outputs``, with a :class:`Reading` that says what was read and combined.
+
+**Several labels of one output** (annotators; several judge runs): an item
+with more than one human label is combined by the rule ``annotators``:
+
+- ``refuse`` (the default): an error naming the first such item and its labels;
+- ``majority``: the label most of them give; a tie is refused the same way;
+- ``all``: each label is a separate human rating (what a file without
+  ``item`` gives for the same rows); a :class:`Reading` note says so.
+
+Several metric labels are combined by ``judges`` in the same way. With
+``all``, an item's single label on the other side pairs with each of the
+several (each such pair a paired rating, as rows holding both labels would
+be); an item with several labels on both sides cannot be paired that way and
+is refused.
 
 Decisions, for a reader who wants to know exactly what was counted:
 
 - **Both label columns are required**, even where one is empty throughout
   (a human-only campaign has an empty ``metric`` column). Other columns
-  (``item``, annotator, timestamps: real exports carry many) are ignored.
+  (annotator, timestamps: real exports carry many) are ignored.
   Ignoring them is safe only because nothing is optional: a misspelt
   ``metrc`` column is refused as a missing ``metric``, never dropped
   silently. A required column that appears twice is refused.
@@ -28,11 +47,13 @@ Decisions, for a reader who wants to know exactly what was counted:
   JSON and cannot mean anything else. Empty is a null or blank cell. Nothing
   else is a label: not ``"yes"``, not ``0.5``, and not ``"NA"`` (a text
   cell must be blank to be empty; R users write ``na = ""``).
-- **System names** are text and are read as text: ``"007"`` stays ``"007"``.
-  Surrounding whitespace is not part of a name (CSV exports pad cells), so
-  ``" sys-A"`` and ``"sys-A"`` are one system. A whole number in a typed
-  column (Parquet, JSON) becomes its digits: 7 and 7.0 are ``"7"``. An empty
-  or blank name is an error.
+- **System names** (and items) are text and are read as text: ``"007"``
+  stays ``"007"``. Surrounding whitespace is not part of a name (CSV exports
+  pad cells), so ``" sys-A"`` and ``"sys-A"`` are one system. A whole number
+  in a typed column (Parquet, JSON) becomes its digits: 7 and 7.0 are
+  ``"7"``. An empty or blank name is an error, and so is an empty item in a
+  file with an ``item`` column. Items are per system: item ``q1`` of two
+  systems is two outputs.
 - **Rows** are numbered from 1 and the header is not counted: row n is the
   n-th record (in a CSV without line breaks inside quoted fields and without
   blank lines, row n is line n + 1; blank lines are not records).
@@ -56,7 +77,9 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -67,7 +90,17 @@ import pyarrow.parquet as pq
 
 from binmetric_sweep.sweep.errors import SweepError, shown
 
-__all__ = ["COUNT_COLUMNS", "LABEL_COLUMNS", "check_counts", "counts_from_ratings", "read_ratings"]
+__all__ = [
+    "COMBINE",
+    "COUNT_COLUMNS",
+    "LABEL_COLUMNS",
+    "Ratings",
+    "Reading",
+    "check_counts",
+    "counts_from_ratings",
+    "counts_table",
+    "read_ratings",
+]
 
 #: Per system: N_Φ and n₊ (every human label, paired ones included); N_ρη and P
 #: (paired ratings, those with human label 1); n_ρ (human 1, metric 1); n_η
@@ -75,8 +108,12 @@ __all__ = ["COUNT_COLUMNS", "LABEL_COLUMNS", "check_counts", "counts_from_rating
 COUNT_COLUMNS = ("n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn", "n_m", "m_pos")
 #: The label columns of a ratings table.
 LABEL_COLUMNS = ("human", "metric")
+#: How several labels of one output are combined (``--annotators``, ``--judges``).
+COMBINE = ("refuse", "majority", "all")
 
-_RATINGS_LAYOUT = "a ratings table has columns system, human, metric (others are ignored)"
+_RATINGS_LAYOUT = (
+    "a ratings table has columns system, human, metric and optionally item (others are ignored)"
+)
 _COUNTS_LAYOUT = "a counts table has columns system, " + ", ".join(COUNT_COLUMNS)
 _LABELS_ALLOWED = "allowed: 1, 0 or empty (true/false count as 1/0)"
 _COUNTS_ALLOWED = "allowed: a whole number ≥ 0"
@@ -124,13 +161,100 @@ _BOUNDS = (
 )
 
 
-def read_ratings(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a ratings or counts table; return one row per system, in order of first appearance.
+@dataclass(frozen=True)
+class Reading:
+    """What a ratings file held and how its labels became counts.
 
-    The columns are ``system`` (text) then :data:`COUNT_COLUMNS` (int64). The
-    format follows the suffix; the layout follows the columns (see the module
-    docstring). Raises :class:`SweepError` on any bad input, naming the file
-    as given in ``path``.
+    Attributes:
+        source: the file as named, or "ratings" / "counts" for a DataFrame.
+        layout: "ratings" (one row per label set) or "counts" (one row per system).
+        rows: records read.
+        systems: systems found.
+        outputs: rated outputs: rows, or (system, item) pairs with ``by_item``;
+            for a counts table, N_Φ + N_M summed over systems.
+        by_item: whether an output is a (system, item) (the file has ``item``).
+        human_labels, metric_labels: labels read.
+        annotators, judges: the rules that combined several labels of one output.
+        several_human, several_metric: outputs with more than one label of that kind.
+        split_human, split_metric: those of them whose labels disagree.
+    """
+
+    source: str
+    layout: str
+    rows: int
+    systems: int
+    outputs: int
+    by_item: bool = False
+    human_labels: int = 0
+    metric_labels: int = 0
+    annotators: str = "refuse"
+    judges: str = "refuse"
+    several_human: int = 0
+    several_metric: int = 0
+    split_human: int = 0
+    split_metric: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One line for a report's header: what was read."""
+        if self.layout == "counts":
+            return f"read {self.source}: counts of {self.systems:,} systems"
+        unit = "(system, item) outputs" if self.by_item else "outputs (one per row)"
+        return (
+            f"read {self.source}: {self.rows:,} rows, {self.outputs:,} {unit} of "
+            f"{self.systems:,} systems; {self.human_labels:,} human and "
+            f"{self.metric_labels:,} metric labels"
+        )
+
+    def notes(self) -> list[str]:
+        """Lines for standard error: how several labels of one output were combined."""
+        out = []
+        for flag, kind, rule, several, split in (
+            ("--annotators", "human", self.annotators, self.several_human, self.split_human),
+            ("--judges", "metric", self.judges, self.several_metric, self.split_metric),
+        ):
+            if self.layout == "ratings" and not self.by_item and rule != "refuse":
+                out.append(
+                    f"{flag} {rule}: the file has no item column, so each row is one "
+                    "output and there is nothing to combine"
+                )
+            elif several and rule == "all":
+                out.append(
+                    f"{flag} all: {several:,} items have several {kind} labels ({split:,} "
+                    f"disagreeing); each label counts as a separate {kind} rating"
+                )
+            elif several and rule == "majority":
+                out.append(
+                    f"{flag} majority: {several:,} items with several {kind} labels took "
+                    f"their majority ({split:,} of them disagreeing)"
+                )
+        return out
+
+
+class Ratings(NamedTuple):
+    """A ratings or counts file read: the counts and what was read.
+
+    Attributes:
+        counts: one row per system, in order of first appearance: ``system`` (text),
+            :data:`COUNT_COLUMNS` and ``n_outputs`` (int64).
+        reading: what the file held and how it was combined.
+    """
+
+    counts: pd.DataFrame
+    reading: Reading
+
+
+def read_ratings(
+    path: str | os.PathLike, *, annotators: str = "refuse", judges: str = "refuse"
+) -> Ratings:
+    """Read a ratings or counts table; return its counts, one row per system, and what was read.
+
+    The format follows the suffix; the layout follows the columns (see the
+    module docstring). ``annotators`` and ``judges`` (:data:`COMBINE`) say
+    how several human or metric labels of one item are combined. Raises
+    :class:`SweepError` on any bad input, naming the file as given in ``path``.
     """
     source = os.fspath(path)
     file = Path(path)
@@ -146,19 +270,39 @@ def read_ratings(path: str | os.PathLike) -> pd.DataFrame:
     else:
         frame = _read_csv(file, source, "\t" if fmt == "TSV" else ",")
     if "human" in frame.columns:
-        return counts_from_ratings(frame, source)
-    return check_counts(frame, source)
+        return counts_from_ratings(frame, source, annotators=annotators, judges=judges)
+    return counts_table(frame, source, annotators=annotators, judges=judges)
 
 
-def counts_from_ratings(frame: pd.DataFrame, source: str) -> pd.DataFrame:
-    """Count a ratings table (one row per rated output); return one row per system.
+def counts_table(
+    frame: pd.DataFrame, source: str, *, annotators: str = "refuse", judges: str = "refuse"
+) -> Ratings:
+    """A counts table (one row per system) checked by :func:`check_counts`, as :class:`Ratings`.
 
-    ``frame`` needs the columns ``system``, ``human`` and ``metric``; others
-    are ignored. Rows are numbered by position from 1 in errors (the index
-    is not used); ``source`` names the table in them. The result has
-    ``system`` then :data:`COUNT_COLUMNS` (int64), systems in order of first
-    appearance.
+    ``annotators`` and ``judges`` are checked, and have nothing to combine.
     """
+    _check_rules(annotators, judges)
+    counts = check_counts(frame, source)
+    outputs = counts["n_phi"] + counts["n_m"]
+    counts["n_outputs"] = outputs
+    reading = Reading(source, "counts", len(frame), len(counts), int(outputs.sum()))
+    return Ratings(counts, reading)
+
+
+def counts_from_ratings(
+    frame: pd.DataFrame, source: str, *, annotators: str = "refuse", judges: str = "refuse"
+) -> Ratings:
+    """Count a ratings table; return one row of counts per system, and what was read.
+
+    ``frame`` needs the columns ``system``, ``human`` and ``metric``, and may
+    have ``item``; others are ignored. Without ``item`` each row is one output;
+    with it, each (system, item), its labels gathered from all its rows and
+    several labels of one kind combined by ``annotators`` (human) or
+    ``judges`` (metric), each one of :data:`COMBINE` (module docstring).
+    Rows are numbered by position from 1 in errors (the index is not used);
+    ``source`` names the table in them.
+    """
+    _check_rules(annotators, judges)
     _require(frame.columns, ("system", *LABEL_COLUMNS), source, _RATINGS_LAYOUT)
     _check_rows(frame, source)
     codes, systems = _systems(frame["system"], source)
@@ -167,7 +311,55 @@ def counts_from_ratings(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     row = _first(np.isnan(human) & np.isnan(metric))
     if row is not None:
         raise SweepError(f"{source}: row {row + 1}: neither a human nor a metric label")
-    return _counts_frame(systems, _tally(codes, len(systems), human, metric))
+    by_item = "item" in frame.columns
+    if by_item:
+        _require(frame.columns, ("item",), source, _RATINGS_LAYOUT)
+        items, item_names = _names_column(frame["item"], "item", source)
+        output, first_row = _output_codes(codes, items, len(item_names))
+    else:
+        output, first_row = np.arange(len(frame)), np.arange(len(frame))
+    labels = _OutputLabels.of(output, len(first_row), human, metric)
+    where = _Where(
+        source,
+        systems,
+        codes,
+        first_row,
+        item_names if by_item else None,
+        items if by_item else None,
+    )
+    h, h_pos = _combined(
+        labels.h, labels.h_pos, annotators, "human", "--annotators", where, output, human
+    )
+    m, m_pos = _combined(
+        labels.m, labels.m_pos, judges, "metric", "--judges", where, output, metric
+    )
+    both = _first((h > 1) & (m > 1))
+    if both is not None:
+        raise SweepError(
+            f"{where.at(both, 'human')} has {h[both]} human and {m[both]} metric labels: with "
+            "--annotators all and --judges all they cannot be paired; combine one side "
+            "(majority)"
+        )
+    system_of = codes[first_row]
+    counts = _tally(system_of, len(systems), h, h_pos, m, m_pos)
+    counts["n_outputs"] = np.bincount(system_of, minlength=len(systems)).astype(np.int64)
+    reading = Reading(
+        source,
+        "ratings",
+        rows=len(frame),
+        systems=len(systems),
+        outputs=len(first_row),
+        by_item=by_item,
+        human_labels=int(labels.h.sum()),
+        metric_labels=int(labels.m.sum()),
+        annotators=annotators,
+        judges=judges,
+        several_human=int((labels.h > 1).sum()),
+        several_metric=int((labels.m > 1).sum()),
+        split_human=int(((labels.h_pos > 0) & (labels.h_pos < labels.h)).sum()),
+        split_metric=int(((labels.m_pos > 0) & (labels.m_pos < labels.m)).sum()),
+    )
+    return Ratings(_counts_frame(systems, counts), reading)
 
 
 def check_counts(frame: pd.DataFrame, source: str) -> pd.DataFrame:
@@ -310,6 +502,10 @@ def _select(columns: Sequence[str], source: str) -> tuple[str, ...]:
         )
     if labels:
         needed, layout = ("system", *LABEL_COLUMNS), _RATINGS_LAYOUT
+        if "item" in columns:
+            needed = (*needed, "item")
+        _require(columns, needed, source, layout)
+        return needed
     elif counts:
         needed, layout = ("system", *COUNT_COLUMNS), _COUNTS_LAYOUT
     else:
@@ -463,10 +659,15 @@ def _name(value: object) -> str | None:
 
 
 def _systems(values: pd.Series, source: str) -> tuple[np.ndarray, list[str]]:
-    """Return each row's system code and the names, in order of first appearance.
+    """Return each row's system code and the names, in order of first appearance."""
+    return _names_column(values, "system", source)
 
-    Names equal once stripped share a code. Raises at the first row whose
-    system is empty or not a name.
+
+def _names_column(values: pd.Series, column: str, source: str) -> tuple[np.ndarray, list[str]]:
+    """Return each row's code and the distinct names of a ``system`` or ``item`` column.
+
+    Names equal once stripped share a code; codes follow first appearance.
+    Raises at the first row whose value is empty or not a name.
     """
     codes, uniques = _factorize(values)
     names = [_name(u) for u in uniques]
@@ -474,42 +675,119 @@ def _systems(values: pd.Series, source: str) -> tuple[np.ndarray, list[str]]:
     row = _first(bad[codes])
     if row is not None:
         value = values.iloc[row]
-        what = "empty" if _is_blank(value) else f"{_echo(value)} is not a system name"
-        raise SweepError(f"{source}: row {row + 1}, column system: {what}")
-    merged, systems = pd.factorize(pd.Index(names, dtype=object))
-    return merged[codes], [str(s) for s in systems]
+        what = "empty" if _is_blank(value) else f"{_echo(value)} is not a {column} name"
+        raise SweepError(f"{source}: row {row + 1}, column {column}: {what}")
+    merged, distinct = pd.factorize(pd.Index(names, dtype=object))
+    return merged[codes], [str(s) for s in distinct]
 
 
 # --- counts ----------------------------------------------------------------------------
 
 
-def _tally(codes: np.ndarray, k: int, human: np.ndarray, metric: np.ndarray) -> dict:
-    """Return :data:`COUNT_COLUMNS` → int64 array (k,): the counts of k systems' rows.
+def _check_rules(annotators: str, judges: str) -> None:
+    for flag, rule in (("--annotators", annotators), ("--judges", judges)):
+        if rule not in COMBINE:
+            raise SweepError(f"{flag}: {rule!r} is not allowed; allowed: {', '.join(COMBINE)}")
 
-    ``codes`` (n,) gives each row's system; ``human`` and ``metric`` (n,) are
-    1.0, 0.0 or NaN (no label). NaN compares unequal to both 0 and 1.
+
+def _output_codes(systems: np.ndarray, items: np.ndarray, n_items: int):
+    """Each row's output (system, item) code, in order of first appearance, and each output's
+    first row."""
+    output, _ = pd.factorize(systems.astype(np.int64) * n_items + items)
+    first_row = np.flatnonzero(~pd.Series(output).duplicated().to_numpy())
+    return output, first_row
+
+
+class _OutputLabels(NamedTuple):
+    """Per output ``(O,)``: how many human labels and how many say 1; the same for metric."""
+
+    h: np.ndarray
+    h_pos: np.ndarray
+    m: np.ndarray
+    m_pos: np.ndarray
+
+    @classmethod
+    def of(cls, output: np.ndarray, n: int, human: np.ndarray, metric: np.ndarray):
+        count = lambda mask: np.bincount(output[mask], minlength=n).astype(np.int64)  # noqa: E731
+        return cls(
+            count(~np.isnan(human)), count(human == 1), count(~np.isnan(metric)), count(metric == 1)
+        )
+
+
+class _Where(NamedTuple):
+    """Names an output in an error line: its first row, its system and item."""
+
+    source: str
+    systems: list[str]
+    codes: np.ndarray
+    first_row: np.ndarray
+    item_names: list[str] | None
+    items: np.ndarray | None
+
+    def at(self, output: int, column: str, row: int | None = None) -> str:
+        row = self.first_row[output] if row is None else row
+        name = f"system {shown(self.systems[self.codes[row]])}"
+        if self.item_names is not None:
+            name += f", item {shown(self.item_names[self.items[row]])}"
+        return f"{self.source}: row {row + 1}, column {column}: {name}"
+
+
+def _combined(n, pos, rule, kind, flag, where: _Where, output, labels):
+    """Per output: labels of one kind after ``rule`` (count, how many say 1); raise where
+    ``rule`` refuses an output (several labels under refuse, a tie under majority)."""
+    several = n > 1
+    if rule == "all" or not several.any():
+        return n, pos
+    said = lambda o: f"{pos[o]} × 1, {n[o] - pos[o]} × 0"  # noqa: E731
+    labelled = np.flatnonzero(~np.isnan(labels))  # rows with a label of this kind
+    if rule == "refuse":  # the first row that gives an output its second label
+        row = int(labelled[pd.Series(output[labelled]).duplicated().to_numpy()][0])
+        o = output[row]
+        raise SweepError(
+            f"{where.at(o, kind, row)} has {n[o]} {kind} labels ({said(o)}); say how to "
+            f"combine several {kind} labels of one item: {flag} majority or all"
+        )
+    tie = _first(several & (2 * pos == n))
+    if tie is not None:
+        row = int(labelled[output[labelled] == tie][0])
+        raise SweepError(
+            f"{where.at(tie, kind, row)} has {n[tie]} {kind} labels that tie ({said(tie)}): "
+            f"no majority; use {flag} all, or add a label"
+        )
+    return np.minimum(n, 1), (2 * pos > n).astype(np.int64)
+
+
+def _tally(system: np.ndarray, k: int, h, h_pos, m, m_pos) -> dict:
+    """Return :data:`COUNT_COLUMNS` → int64 array (k,): the counts of k systems' outputs.
+
+    ``system`` (O,) gives each output's system; ``h``, ``h_pos`` (O,) its human
+    labels and how many say 1, ``m``, ``m_pos`` the same for metric labels
+    (combined: one of ``h``, ``m`` is at most 1). An output with both kinds is
+    h·m paired ratings (each label of the side with several paired with the
+    other side's one); with one kind only, h human or m metric-only ratings.
     """
-    has_human, has_metric = ~np.isnan(human), ~np.isnan(metric)
-    paired, metric_only = has_human & has_metric, has_metric & ~has_human
-    masks = {
-        "n_phi": has_human,
-        "n_pos": human == 1,
-        "n_rho_eta": paired,
-        "n_pos_paired": paired & (human == 1),
-        "n_tp": (human == 1) & (metric == 1),
-        "n_tn": (human == 0) & (metric == 0),
-        "n_m": metric_only,
-        "m_pos": metric_only & (metric == 1),
+    paired = m > 0
+    per_output = {
+        "n_phi": np.where(paired, h * m, h),
+        "n_pos": np.where(paired, h_pos * m, h_pos),
+        "n_rho_eta": h * m,
+        "n_pos_paired": h_pos * m,
+        "n_tp": h_pos * m_pos,
+        "n_tn": (h - h_pos) * (m - m_pos),
+        "n_m": np.where(h > 0, 0, m),
+        "m_pos": np.where(h > 0, 0, m_pos),
     }
     return {
-        name: np.bincount(codes[mask], minlength=k).astype(np.int64) for name, mask in masks.items()
+        name: np.bincount(system, weights=v, minlength=k).astype(np.int64)
+        for name, v in per_output.items()
     }
 
 
 def _counts_frame(systems: Sequence[str], counts: dict) -> pd.DataFrame:
-    """Return the result table: ``system`` (text) then :data:`COUNT_COLUMNS` (int64)."""
+    """Return the result table: ``system`` (text) then the int64 columns of ``counts``
+    (:data:`COUNT_COLUMNS`, and ``n_outputs`` where given)."""
     columns = {"system": pd.Series(list(systems), dtype="str")}
-    columns.update({name: pd.Series(counts[name], dtype=np.int64) for name in COUNT_COLUMNS})
+    columns.update({name: pd.Series(v, dtype=np.int64) for name, v in counts.items()})
     return pd.DataFrame(columns)
 
 

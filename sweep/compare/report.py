@@ -51,15 +51,24 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def comparison_json(result: Comparison) -> str:
-    """One JSON object: ``systems`` and ``pairs`` (their columns as fields) and ``settings``."""
+    """One JSON object: ``systems`` and ``pairs`` (their columns as fields), ``settings`` and
+    ``read`` (what the ratings file held, how its labels were combined)."""
     return json.dumps(
         {
             "systems": _records(result.systems),
             "pairs": _records(result.pairs),
             "settings": {k: _json_value(v) for k, v in result.settings.items()},
+            "read": _read(result),
         },
         ensure_ascii=False,
     )
+
+
+def _read(result: Comparison) -> dict | None:
+    """What was read (:class:`~.ratings.Reading`) with its notes, or None."""
+    if result.reading is None:
+        return None
+    return {**result.reading.as_dict(), "notes": result.reading.notes()}
 
 
 #: The rate models and methods, in words.
@@ -88,19 +97,21 @@ def comparison_text(result: Comparison) -> str:
         + "\nalpha: share of adequate outputs (posterior mean); sd: its posterior SD; "
         "human counts every human rating, paired those that also have a metric rating"
     )
+    if result.reading is not None:
+        head = result.reading.summary() + "\n" + head
     systems = result.systems
     width = max(6, *(len(str(n)) for n in systems["system"]))
     lines = [
         head,
         "",
         f"{'system':<{width}}  {'alpha':>6}  {'sd':>6}  {level + ' interval':>16}  "
-        f"{'human':>7}  {'paired':>7}  {'metric':>8}",
+        f"{'outputs':>8}  {'human':>7}  {'paired':>7}  {'metric':>8}",
     ]
     for row in systems.itertuples():
         lines.append(
             f"{row.system:<{width}}  {row.alpha_mean:6.3f}  {row.alpha_sd:6.3f}  "
             f"{f'[{row.ci_low:.3f}, {row.ci_high:.3f}]':>16}  "
-            f"{row.n_human:>7,}  {row.n_paired:>7,}  {row.n_metric:>8,}"
+            f"{row.n_outputs:>8,}  {row.n_human:>7,}  {row.n_paired:>7,}  {row.n_metric:>8,}"
         )
     lines.append("")
     if len(systems) <= MATRIX_MAX_SYSTEMS:
@@ -210,8 +221,9 @@ def _not_significant(result: Comparison) -> list[str]:
 
 
 def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> list[Path]:
-    """``systems.parquet`` and ``pairs.parquet`` in ``out`` (created), with the settings and the
-    ratings file's name in each file's metadata; each written to a temporary file, then renamed.
+    """``systems.parquet`` and ``pairs.parquet`` in ``out`` (created), with the settings, the
+    ratings file's name and what was read of it in each file's metadata; each written to a
+    temporary file, then renamed.
     """
     directory = check_out_dir(out)
     directory.mkdir(parents=True, exist_ok=True)
@@ -220,6 +232,7 @@ def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> lis
     meta = {
         META_PREFIX + "settings": json.dumps(result.settings),
         META_PREFIX + "ratings": source,
+        META_PREFIX + "read": json.dumps(_read(result), ensure_ascii=False),
         META_PREFIX + "version": __version__,
     }
     written = []

@@ -282,19 +282,23 @@ def test_the_command_prints_writes_and_refuses(tmp_path, capsys):
     ]
     assert main(argv) == 0
     answer = json.loads(capsys.readouterr().out)
-    assert set(answer) == {"systems", "pairs", "settings"}
+    assert set(answer) == {"systems", "pairs", "settings", "read"}
+    assert answer["read"]["outputs"] == 2000 and answer["read"]["by_item"]
+    assert answer["read"]["human_labels"] == 400 and answer["read"]["notes"] == []
     assert set(answer["systems"][0]) == {
-        "system", "n_human", "n_paired", "n_metric", "alpha_mean", "alpha_sd", "ci_low",
+        "system", "n_outputs", "n_human", "n_paired", "n_metric", "alpha_mean", "alpha_sd", "ci_low",
         "ci_high", "rho_mean", "eta_mean",
     }  # fmt: skip
     assert set(answer["pairs"][0]) == {"a", "b", "diff_mean", "p_a_better", "eps", "significant"}
     assert answer["settings"] == {
         "rates": "shared", "gamma": 0.05, "level": 0.95, "adjust": "none", "method": "quadrature",
+        "annotators": "refuse", "judges": "refuse",
     }  # fmt: skip
     assert len(answer["pairs"]) == 6 and fig.stat().st_size > 10_000
     pairs = pq.read_table(out / "pairs.parquet")
     meta = json.loads(pairs.schema.metadata[b"binmetric_sweep.settings"])
     assert meta["rates"] == "shared" and pairs.num_rows == 6
+    assert json.loads(pairs.schema.metadata[b"binmetric_sweep.read"]) == answer["read"]
     assert pq.read_table(out / "systems.parquet").num_rows == 4
     assert main(["compare", str(EXAMPLE)]) == 0
     text = capsys.readouterr().out
@@ -398,3 +402,41 @@ def test_a_system_without_human_ratings_is_warned_about_under_shared_rates_too()
     assert not any("'a'" in w for w in shared.warnings)
     p = shared.p_better
     assert np.all((p >= 0) & (p <= 1)) and (shared.pairs["p_a_better"].between(0, 1)).all()
+
+
+def test_items_with_several_annotators_on_the_command_line(tmp_path, capsys):
+    """Three annotators per item: refused by default (exit 2, one line, nothing written);
+    combined on request, with what was read in the header and the JSON."""
+    path = tmp_path / "three.csv"
+    path.write_text(
+        "system,item,annotator,human,metric\n"
+        "A,q1,x,1,1\nA,q1,y,1,\nA,q1,z,0,\nA,q2,x,0,0\nA,q2,y,0,\nA,q3,x,1,\nA,q3,y,1,\n"
+        "B,q1,x,0,1\nB,q2,x,1,0\nB,q3,x,1,\n"
+    )
+    out = tmp_path / "out"
+    assert main(["compare", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"sweep: error: {path}: row 2, column human: system 'A', item 'q1' has 3 human labels "
+        "(2 × 1, 1 × 0); say how to combine several human labels of one item: "
+        "--annotators majority or all"
+    )
+    assert not out.exists()
+    assert main(["compare", str(path), "--annotators", "majority"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith(
+        f"read {path}: 10 rows, 6 (system, item) outputs of 2 systems; 10 human and 4 metric "
+        "labels\n"
+    )
+    assert captured.err == (
+        "sweep: --annotators majority: 3 items with several human labels took their majority "
+        "(1 of them disagreeing)\n"
+    )
+    assert main(["compare", str(path), "--annotators", "all", "--json"]) == 0
+    captured = capsys.readouterr()
+    answer = json.loads(captured.out)
+    a = next(s for s in answer["systems"] if s["system"] == "A")
+    assert (a["n_outputs"], a["n_human"], a["n_paired"], a["n_metric"]) == (3, 7, 5, 0)
+    assert answer["settings"]["annotators"] == "all"
+    assert answer["read"]["several_human"] == 3 and len(answer["read"]["notes"]) == 1
+    assert captured.err.count("--annotators all:") == 1

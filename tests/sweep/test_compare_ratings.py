@@ -28,7 +28,9 @@ EXAMPLE_RHO, EXAMPLE_ETA, EXAMPLE_SEED = 0.85, 0.80, 20240611
 EXAMPLE_HUMAN_ONLY, EXAMPLE_PAIRED, EXAMPLE_ITEMS = 60, 40, 500
 
 LABELS_ALLOWED = "allowed: 1, 0 or empty (true/false count as 1/0)"
-RATINGS_LAYOUT = "a ratings table has columns system, human, metric (others are ignored)"
+RATINGS_LAYOUT = (
+    "a ratings table has columns system, human, metric and optionally item (others are ignored)"
+)
 COUNTS_LAYOUT = "a counts table has columns system, " + ", ".join(COUNT_COLUMNS)
 
 # A small campaign, in the order a real export might list it: (system, item, human, metric).
@@ -55,6 +57,7 @@ def expected_counts(counts: dict) -> pd.DataFrame:
     """The result table ``read_ratings`` should return for ``{system: counts}``."""
     frame = pd.DataFrame(list(counts.values()), columns=list(COUNT_COLUMNS), dtype=np.int64)
     frame.insert(0, "system", pd.Series(list(counts), dtype="str"))
+    frame["n_outputs"] = frame["n_phi"] + frame["n_m"]  # each output has one kind of rating
     return frame
 
 
@@ -140,23 +143,23 @@ def write_example() -> None:
 def test_every_format_gives_the_counts_by_hand(tmp_path, suffix):
     path = tmp_path / f"ratings{suffix}"
     write(ratings_frame(), path)
-    pd.testing.assert_frame_equal(read_ratings(path), expected_counts(EXPECTED))
+    pd.testing.assert_frame_equal(read_ratings(path).counts, expected_counts(EXPECTED))
 
 
 def test_counts_table_round_trip(tmp_path):
-    counts = read_ratings(EXAMPLE)
+    counts = read_ratings(EXAMPLE).counts
     for suffix in (".csv", ".parquet", ".jsonl"):
         path = tmp_path / f"counts{suffix}"
         write(counts.assign(note="published"), path)  # an extra column is ignored
-        pd.testing.assert_frame_equal(read_ratings(path), counts)
+        pd.testing.assert_frame_equal(read_ratings(path).counts, counts)
 
 
 def test_frames_in_python_number_rows_by_position():
     frame = ratings_frame().set_index(pd.Index([10, 20, 30, 40, 50, 60, 70, 80, 90]))
-    pd.testing.assert_frame_equal(counts_from_ratings(frame, "mine"), expected_counts(EXPECTED))
+    pd.testing.assert_frame_equal(counts_from_ratings(frame, "mine").counts, expected_counts(EXPECTED))
     frame.loc[30, "metric"] = 5
     with pytest.raises(SweepError, match=r"^mine: row 3, column metric: 5 is not a label"):
-        counts_from_ratings(frame, "mine")
+        counts_from_ratings(frame, "mine").counts
 
 
 def test_label_spellings(tmp_path):
@@ -169,7 +172,7 @@ def test_label_spellings(tmp_path):
         "a,  ,0\n"  # blank human: metric only, 0
     )
     pd.testing.assert_frame_equal(
-        read_ratings(path), expected_counts({"a": (3, 2, 2, 1, 1, 1, 1, 0)})
+        read_ratings(path).counts, expected_counts({"a": (3, 2, 2, 1, 1, 1, 1, 0)})
     )
 
 
@@ -184,7 +187,7 @@ def test_typed_labels_in_parquet(tmp_path):
     )
     frame.to_parquet(path)
     expected = expected_counts({"a": (2, 1, 1, 1, 1, 0, 1, 0)})
-    pd.testing.assert_frame_equal(read_ratings(path), expected)
+    pd.testing.assert_frame_equal(read_ratings(path).counts, expected)
 
 
 def test_json_lines_with_mixed_types(tmp_path):
@@ -197,13 +200,13 @@ def test_json_lines_with_mixed_types(tmp_path):
     ]
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n\n")
     expected = expected_counts({"a": (2, 2, 1, 1, 1, 0, 0, 0), "7": (1, 0, 0, 0, 0, 0, 0, 0)})
-    pd.testing.assert_frame_equal(read_ratings(path), expected)
+    pd.testing.assert_frame_equal(read_ratings(path).counts, expected)
 
 
 def test_system_names_stay_text(tmp_path):
     path = tmp_path / "ratings.csv"
     path.write_text("system,human,metric\n007,1,\n7,0,\n7.0,,1\n sys-A ,1,\nsys-A,,0\n")
-    counts = read_ratings(path)
+    counts = read_ratings(path).counts
     assert counts["system"].tolist() == ["007", "7", "7.0", "sys-A"]
     assert counts["n_phi"].tolist() == [1, 1, 0, 1] and counts["n_m"].tolist() == [0, 0, 1, 1]
 
@@ -211,12 +214,12 @@ def test_system_names_stay_text(tmp_path):
 def test_whole_numbers_in_typed_columns_name_systems(tmp_path):
     path = tmp_path / "ratings.parquet"
     pd.DataFrame({"system": [7, 7, 8], "human": [1, 0, 1], "metric": [None, 1, 0]}).to_parquet(path)
-    assert read_ratings(path)["system"].tolist() == ["7", "8"]
+    assert read_ratings(path).counts["system"].tolist() == ["7", "8"]
 
 
 def test_example_file_is_the_documented_draw():
     assert EXAMPLE.read_text(encoding="utf-8") == example_text()
-    counts = read_ratings(EXAMPLE).set_index("system")
+    counts = read_ratings(EXAMPLE).counts.set_index("system")
     assert counts.index.tolist() == list(EXAMPLE_ALPHA)
     assert (counts["n_phi"] == EXAMPLE_HUMAN_ONLY + EXAMPLE_PAIRED).all()
     assert (counts["n_rho_eta"] == EXAMPLE_PAIRED).all()
@@ -249,7 +252,7 @@ def test_a_million_ratings(tmp_path, capsys):
     for suffix in (".csv", ".parquet", ".jsonl"):
         path = tmp_path / f"big{suffix}"
         write(frame, path)
-        counts = read_ratings(path)
+        counts = read_ratings(path).counts
         assert counts["system"].tolist() == [f"{i:03d}" for i in range(100)]
         assert (counts["n_phi"] + counts["n_m"] == n // 100).all()
         for column in ("n_phi", "n_pos", "n_m"):
@@ -271,8 +274,10 @@ def test_a_million_ratings(tmp_path, capsys):
 )
 def test_counts_of_any_campaign(rows):
     frame = pd.DataFrame(rows, columns=["system", "human", "metric"], dtype=object)
-    counts = counts_from_ratings(frame, "hyp")
-    pd.testing.assert_frame_equal(check_counts(counts, "hyp"), counts)  # consistent
+    counts = counts_from_ratings(frame, "hyp").counts
+    consistent = check_counts(counts.drop(columns="n_outputs"), "hyp")
+    pd.testing.assert_frame_equal(consistent, counts.drop(columns="n_outputs"))
+    assert (counts["n_outputs"] == counts["n_phi"] + counts["n_m"]).all()  # one output a row
     for _, got in counts.iterrows():
         mine = [(h, m) for s, h, m in rows if s == got["system"]]
         paired = Counter((h, m) for h, m in mine if h is not None and m is not None)
@@ -455,7 +460,7 @@ def test_bad_counts_tables(tmp_path, change, message):
     second = {**GOOD_COUNTS, "system": "B", **change}
     pd.DataFrame([GOOD_COUNTS, second]).to_csv(path, index=False)
     if message is None:
-        assert read_ratings(path)["n_m"].tolist() == [100, 100]
+        assert read_ratings(path).counts["n_m"].tolist() == [100, 100]
         return
     separator = ": " if message.startswith("system") else ", "
     assert refusal(path) == f"{path}: row 2{separator}{message}"
@@ -468,3 +473,128 @@ def test_counts_table_missing_a_column(tmp_path):
         f"{path}: no column 'n_tn'; {COUNTS_LAYOUT}; columns found: 'system', 'n_phi', "
         "'n_pos', 'n_rho_eta', 'n_pos_paired', 'n_tp', 'n_m', 'm_pos'"
     )
+
+
+# --- items: an output's labels on several rows, several annotators or judges -------------
+
+
+def items_frame(rows) -> pd.DataFrame:
+    """(system, item, human, metric) rows as a ratings table with nullable labels."""
+    frame = pd.DataFrame(rows, columns=["system", "item", "human", "metric"])
+    return frame.astype({"human": "Int64", "metric": "Int64"})
+
+
+# Human labels and judge labels exported by two tools and concatenated: each item's
+# human label and metric label on two rows, far apart.
+TWO_ROW_PAIRS = [
+    ("A", "q1", 1, None), ("A", "q2", 0, None), ("A", "q3", 1, None), ("B", "q1", 0, None),
+    ("A", "q1", None, 1), ("A", "q2", None, 1), ("A", "q4", None, 0), ("B", "q1", None, 0),
+    ("B", "q2", None, 1),
+]  # fmt: skip
+
+
+def test_two_rows_of_one_item_make_a_paired_rating(tmp_path):
+    counts, reading = counts_from_ratings(items_frame(TWO_ROW_PAIRS), "mine")
+    # A: q1 (1, 1) and q2 (0, 1) paired, q3 human only, q4 metric only; B: q1 (0, 0), q2 metric.
+    expected = expected_counts({"A": (3, 2, 2, 1, 1, 0, 1, 0), "B": (1, 0, 1, 0, 0, 1, 1, 1)})
+    pd.testing.assert_frame_equal(counts, expected)
+    assert (reading.rows, reading.outputs, reading.by_item) == (9, 6, True)
+    assert (reading.human_labels, reading.metric_labels) == (4, 5)
+    assert reading.summary() == (
+        "read mine: 9 rows, 6 (system, item) outputs of 2 systems; 4 human and 5 metric labels"
+    )
+    # Without the item column the same rows are nine outputs, none paired (as before).
+    unpaired = counts_from_ratings(items_frame(TWO_ROW_PAIRS).drop(columns="item"), "mine")
+    assert unpaired.counts["n_rho_eta"].tolist() == [0, 0]
+    assert unpaired.reading.outputs == 9 and not unpaired.reading.by_item
+    # Items are read as names: padded text, and whole numbers, name the same item.
+    padded = items_frame(TWO_ROW_PAIRS)
+    padded.loc[4, "item"] = " q1 "
+    pd.testing.assert_frame_equal(counts_from_ratings(padded, "mine").counts, expected)
+
+
+# Three annotators per item, in a file that repeats the judge's label on each row.
+THREE_ANNOTATORS = [
+    ("A", "q1", 1, 1), ("A", "q1", 1, None), ("A", "q1", 0, None),  # majority 1, metric 1
+    ("A", "q2", 0, 0), ("A", "q2", 0, None), ("A", "q2", 0, None),  # 0, 0
+    ("A", "q3", 1, None), ("A", "q3", 0, None), ("A", "q3", 0, None),  # 0, no metric
+    ("B", "q1", 1, None),
+]  # fmt: skip
+
+
+def test_several_annotators_are_refused_by_default_naming_the_item(tmp_path):
+    path = tmp_path / "three.csv"
+    items_frame(THREE_ANNOTATORS).to_csv(path, index=False)
+    assert refusal(path) == (
+        f"{path}: row 2, column human: system 'A', item 'q1' has 3 human labels (2 × 1, 1 × 0); "
+        "say how to combine several human labels of one item: --annotators majority or all"
+    )
+
+
+def test_annotators_majority_and_all(tmp_path):
+    frame = items_frame(THREE_ANNOTATORS)
+    counts, reading = counts_from_ratings(frame, "f", annotators="majority")
+    # A: q1 paired (1, 1), q2 paired (0, 0), q3 human 0; B: human 1.
+    expected = expected_counts({"A": (3, 1, 2, 1, 1, 1, 0, 0), "B": (1, 1, 0, 0, 0, 0, 0, 0)})
+    pd.testing.assert_frame_equal(counts, expected)
+    assert (reading.several_human, reading.split_human) == (3, 2)
+    assert reading.notes() == [
+        "--annotators majority: 3 items with several human labels took their majority "
+        "(2 of them disagreeing)"
+    ]
+    # all: each label a separate human rating, each paired with its item's metric label.
+    counts, reading = counts_from_ratings(frame, "f", annotators="all")
+    got = counts.set_index("system")
+    assert got.loc["A", ["n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn"]].tolist() == [
+        9, 3, 6, 2, 2, 3,
+    ]  # fmt: skip
+    assert got.loc["A", "n_outputs"] == 3 and got.loc["A", "n_m"] == 0
+    assert reading.notes()[0].startswith("--annotators all: 3 items have several human labels")
+    # The same rows without items: every row an output, as before (rows with both labels
+    # are paired), and --annotators has nothing to combine.
+    flat = counts_from_ratings(frame.drop(columns="item"), "f", annotators="all")
+    assert flat.counts.set_index("system").loc["A", "n_rho_eta"] == 2
+    assert "no item column" in flat.reading.notes()[0]
+    with pytest.raises(SweepError, match=r"^--annotators: 'most' is not allowed; allowed: "):
+        counts_from_ratings(frame, "f", annotators="most")
+
+
+def test_a_tie_is_refused_under_majority(tmp_path):
+    rows = [("A", 7, 1, None), ("B", 7, 1, None), ("A", 7, None, 1), ("A", 7, 0, None)]
+    path = tmp_path / "tie.parquet"
+    items_frame(rows).to_parquet(path)
+    with pytest.raises(SweepError) as caught:
+        read_ratings(path, annotators="majority")
+    assert str(caught.value) == (
+        f"{path}: row 1, column human: system 'A', item '7' has 2 human labels that tie "
+        "(1 × 1, 1 × 0): no majority; use --annotators all, or add a label"
+    )
+    assert read_ratings(path, annotators="all").counts["n_rho_eta"].tolist() == [2, 0]
+
+
+def test_several_judges(tmp_path):
+    rows = [
+        ("A", "q1", 1, 1), ("A", "q1", None, 1), ("A", "q1", None, 0),  # metric majority 1
+        ("A", "q2", None, 0), ("A", "q2", None, 0),  # metric only, 0
+    ]  # fmt: skip
+    frame = items_frame(rows)
+    with pytest.raises(SweepError, match=r"column metric: system 'A', item 'q1' has 3 metric"):
+        counts_from_ratings(frame, "f")
+    counts = counts_from_ratings(frame, "f", judges="majority").counts
+    pd.testing.assert_frame_equal(counts, expected_counts({"A": (1, 1, 1, 1, 1, 0, 1, 0)}))
+    # all: q1's human label pairs with each of its three metric labels; q2's two are
+    # metric-only ratings.
+    counts = counts_from_ratings(frame, "f", judges="all").counts.iloc[0]
+    assert counts[list(COUNT_COLUMNS)].tolist() == [3, 3, 3, 3, 2, 0, 2, 0]
+    # Several labels on both sides cannot be paired one to one.
+    both = items_frame([*rows, ("A", "q1", 0, None)])
+    with pytest.raises(SweepError, match=r"has 2 human and 3 metric labels: with --annotators"):
+        counts_from_ratings(both, "f", annotators="all", judges="all")
+
+
+def test_bad_items(tmp_path):
+    path = tmp_path / "items.csv"
+    path.write_text("system,item,human,metric\nA,q1,1,\nA, ,0,1\n")
+    assert refusal(path) == f"{path}: row 2, column item: empty"
+    path.write_text("system,item,human,metric,item\nA,q1,1,,q2\n")
+    assert refusal(path) == f"{path}: column 'item' appears 2 times"
