@@ -1,36 +1,46 @@
-"""sweep compare at scale: S systems × R ratings each, from the ratings file to every pair, timed.
+"""``sweep compare`` at scale, as a user runs it: S systems × R ratings each, timed end to end.
 
-The target: 100 systems × 10,000 ratings (4,950 pairs) in at most 60 s on the
-2-core development CPU, in both rate models. Each system's ratings are drawn
-from the model (α_s uniform in [0.4, 0.8], one metric with ρ = 0.85,
-η = 0.8): a tenth human-rated, half of those also metric-rated (paired), the
-rest metric-only. The file is Parquet; each rate model is run ``--repeats``
-times in one process, the first run compiling its programs (or loading them
-from the compile cache), so the record holds both the first and the later
-runs' seconds, and the stages (read, analyse) of each.
+The targets: 1,000 systems × 50 ratings and × 1,000 ratings (499,500 pairs)
+each in at most 60 s and 2 GB peak on the 2-core development CPU, in both
+rate models; and 100 systems × 10,000 ratings in 60 s. Each system's ratings
+are drawn from the model (α_s uniform in [0.4, 0.8], one metric with
+ρ = 0.85, η = 0.8): a tenth human-rated, half of those also metric-rated
+(paired), the rest metric-only, in one Parquet file with an ``item`` column.
 
-    python scripts/bench_compare.py [--systems 100] [--ratings 10000] [--repeats 2]
+Every run is ``python -m binmetric_sweep.sweep compare FILE --rates R --out DIR``
+in a fresh process, timed from the outside with its peak resident memory:
+first with an empty compile cache (cold), then with the programs it cached
+(warm). With ``--baseline REF`` the same runs are made with the code at that
+git ref (a worktree of it, first on ``PYTHONPATH``), alternating with the
+present code's, each cut off at ``--timeout`` seconds; where both finish,
+their pair probabilities are compared (largest difference). The record is
+written to ``--out`` as ``compare-<device>-<time>.json``.
+
+    python scripts/bench_compare.py [--sizes 1000x50 1000x1000] [--baseline REF]
+        [--timeout 300] [--out benchmarks/results]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import jax
 import numpy as np
 import pandas as pd
 
-from binmetric_sweep.sweep.compare import compare
-from binmetric_sweep.sweep.compare.ratings import read_ratings
-from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
-from binmetric_sweep.sweep.records import provenance, write_record
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_sweep import Version, worktree  # noqa: E402
+
+from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
 
 #: Share of a system's ratings that are human (half of them paired).
 HUMAN_SHARE = 0.1
+TARGET_S, TARGET_MB = 60.0, 2048.0
 
 
 def ratings_file(path: Path, systems: int, ratings: int, seed: int) -> dict:
@@ -51,7 +61,7 @@ def ratings_file(path: Path, systems: int, ratings: int, seed: int) -> dict:
         frames.append(
             pd.DataFrame(
                 {
-                    "system": f"system-{s:03d}",
+                    "system": f"system-{s:04d}",
                     "item": np.arange(ratings),
                     "human": human,
                     "metric": shown,
@@ -62,55 +72,91 @@ def ratings_file(path: Path, systems: int, ratings: int, seed: int) -> dict:
     return {"alpha": alpha.tolist(), "rho": rho, "eta": eta}
 
 
+def compare_run(version: Version, ratings: Path, rates: str, out: Path, cache: Path, timeout):
+    """One ``sweep compare`` in a fresh process: wall seconds and peak MB, or a timeout."""
+    command = [sys.executable, "-m", "binmetric_sweep.sweep", "compare", str(ratings)]
+    command += ["--rates", rates, "--out", str(out)]
+    env = version.env(BINMETRIC_SWEEP_COMPILE_CACHE=str(cache))
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        while True:  # os.wait4 gives the child's own peak memory
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - start > timeout:
+                child.kill()
+                os.wait4(child.pid, 0)
+                return {"wall_s": None, "timed_out_after_s": timeout}
+            time.sleep(0.05)
+        seconds = time.perf_counter() - start
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")[-2000:]
+    run = {"wall_s": seconds, "peak_mb": usage.ru_maxrss / 1024, "stderr": stderr}
+    if status:
+        run["failed"] = True
+    return run
+
+
+def largest_difference(a: Path, b: Path) -> float:
+    """The largest difference in P(α_a > α_b) between two outputs' pairs tables."""
+    key = ["a", "b"]
+    x, y = (pd.read_parquet(d / "pairs.parquet").set_index(key)["p_a_better"] for d in (a, b))
+    # The versions may rank two tied systems differently: compare P(a > b) = 1 − P(b > a).
+    flipped = 1.0 - y.rename_axis(["b", "a"]).reorder_levels(key)
+    y = y.combine_first(flipped)
+    return float(np.max(np.abs(x - y.reindex(x.index))))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--systems", type=int, default=100)
-    parser.add_argument("--ratings", type=int, default=10_000, help="ratings per system")
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each rate model")
+    parser.add_argument("--sizes", nargs="+", default=["1000x50", "1000x1000"], metavar="SxR")
+    parser.add_argument("--rates", nargs="+", default=["per-system", "shared"])
+    parser.add_argument("--baseline", metavar="REF", help="a git ref to run side by side")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    use_compilation_cache(DEFAULT, strict=False)
     record = {
         **provenance("bench_compare.py", argv),
-        "systems": args.systems,
-        "ratings_per_system": args.ratings,
-        "pairs": args.systems * (args.systems - 1) // 2,
-        "target_s": 60.0,
-        "runs": {},
+        "target_s": TARGET_S,
+        "target_peak_mb": TARGET_MB,
+        "runs": [],
     }
+    written = None
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "ratings.parquet"
-        truth = ratings_file(path, args.systems, args.ratings, args.seed)
-        for rates in ("per-system", "shared"):
-            runs = []
-            for _ in range(args.repeats):
-                start = time.perf_counter()
-                counts = read_ratings(path).counts
-                read = time.perf_counter() - start
-                result = compare(counts, rates=rates)
-                total = time.perf_counter() - start
-                runs.append({"read_s": read, "total_s": total})
-                print(f"{rates}: {total:.1f} s (read {read:.2f} s)", file=sys.stderr)
-            mean = result.systems.set_index("system")["alpha_mean"]
-            true = pd.Series(truth["alpha"], index=[f"system-{s:03d}" for s in range(args.systems)])
-            record["runs"][rates] = {
-                "seconds": runs,
-                "first_s": runs[0]["total_s"],
-                "later_s": min(r["total_s"] for r in runs[1:]) if len(runs) > 1 else None,
-                "significant_pairs": int(result.pairs["significant"].sum()),
-                "warnings": result.warnings,
-                # The model's truth: how far the posterior means fall from the α's drawn.
-                "max_abs_error_over_sd": float(
-                    np.max(
-                        np.abs(mean - true.loc[mean.index])
-                        / result.systems.set_index("system")["alpha_sd"]
-                    )
-                ),
-            }
-    written = write_record(record, args.out, f"compare-{jax.devices()[0].platform}")
-    print({r: (v["first_s"], v["later_s"]) for r, v in record["runs"].items()})
+        tmp = Path(tmp)
+        versions = [Version("present", None)]
+        if args.baseline:
+            versions.append(Version(args.baseline, worktree(args.baseline, tmp / "baseline")))
+        for size in args.sizes:
+            systems, ratings = (int(v) for v in size.split("x"))
+            path = tmp / f"ratings-{size}.parquet"
+            ratings_file(path, systems, ratings, args.seed)
+            for rates in args.rates:
+                outs = {}
+                for version in versions:
+                    cache = tmp / f"cache-{version.name}-{size}-{rates}"
+                    row = {"version": version.name, "systems": systems, "ratings": ratings}
+                    row |= {"pairs": systems * (systems - 1) // 2, "rates": rates}
+                    for phase in ("cold", "warm"):
+                        out = tmp / f"out-{version.name}-{size}-{rates}-{phase}"
+                        run = compare_run(version, path, rates, out, cache, args.timeout)
+                        row[phase] = run
+                        print(
+                            f"{version.name} {size} {rates} {phase}: {run.get('wall_s')} s, "
+                            f"{run.get('peak_mb')} MB",
+                            file=sys.stderr,
+                        )
+                        if run.get("wall_s") is None:
+                            break  # a run that timed out cold is not repeated warm
+                        if "failed" not in run:
+                            outs[version.name] = out
+                    record["runs"].append(row)
+                if len(outs) == 2:
+                    record["runs"][-1]["largest_p_difference"] = largest_difference(*outs.values())
+                written = write_record(record, args.out, "compare-cpu", written)
     print(written)
 
 

@@ -227,9 +227,10 @@ def _compare_parser(commands) -> None:
     )
     compare.add_argument(
         "--adjust",
-        choices=("none", "holm"),
+        choices=("none", "holm", "bh"),
         default="none",
-        help="holm: control the family-wise error over all pairs (default none)",
+        help="over all pairs: holm controls the family-wise error, bh (Benjamini–Hochberg) "
+        "the false discovery rate; a leaderboard needs one (default none: each pair alone)",
     )
     compare.add_argument(
         "--method",

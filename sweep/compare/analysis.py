@@ -32,10 +32,19 @@ from binmetric_sweep.sweep.compile_cache import ExportedProgram
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.fits import fit_lanes
 
-__all__ = ["RATES", "ADJUST", "Comparison", "compare_systems", "counts_of", "pair_table"]
+__all__ = [
+    "RATES",
+    "ADJUST",
+    "Comparison",
+    "benjamini_hochberg",
+    "compare_systems",
+    "counts_of",
+    "holm",
+    "pair_table",
+]
 
 RATES = ("per-system", "shared")
-ADJUST = ("none", "holm")
+ADJUST = ("none", "holm", "bh")
 Rates = Literal["per-system", "shared"]
 
 #: α-densities for pairs: panels × nodes over the posterior mean ± WIDTH SDs.
@@ -43,8 +52,45 @@ PANELS, NODES, WIDTH = 16, 16, 12.0
 #: The shared model's outer rule: nodes per (logit ρ, logit η) axis, and a coarser
 #: rule it is checked against (a warning names what moved by more than CHECK_TOLERANCE).
 SHARED_NODES, SHARED_CHECK_NODES, CHECK_TOLERANCE = 12, 8, 1e-4
-#: Pairs per compiled call.
-PAIR_CHUNK = 512
+#: Systems per compiled call of their α-densities: the full model's nested rule
+#: at every node of every system of a call is held at once (1,024 systems in
+#: one call held 6.7 GB).
+DENSITY_CHUNK = 64
+#: The common rule of the pair probabilities: panels of 16 Gauss–Legendre nodes
+#: GRID_PANEL_SDS SDs of the narrowest density wide (their sums agree with the
+#: sums over each density's own 256 nodes to 1e-14: docs/performance.md),
+#: visited GRID_BLOCK panels at a time.
+GRID_NODES, GRID_PANEL_SDS, GRID_BLOCK = 16, 2.0, 16
+#: Outer (ρ, η) nodes per compiled call of the shared model's pair probabilities
+#: (a call per chunk: progress between them).
+NODE_CHUNK = 16
+
+
+class Progress:
+    """The analysis's stages on standard error (tqdm), where ``show``; else nothing.
+
+    Each stage has its own bar: α densities (systems), the shared model's
+    (ρ, η) rule, and the pairs (calls of :data:`NODE_CHUNK` outer nodes).
+    """
+
+    def __init__(self, show: bool = False):
+        self.show, self._bar = show, None
+
+    def stage(self, name: str, total: int) -> None:
+        self.close()
+        if self.show:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, desc=f"compare: {name}", leave=False, dynamic_ncols=True)
+
+    def update(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 @dataclass(frozen=True)
@@ -94,7 +140,8 @@ def compare_systems(
     rates: Rates = "per-system",
     gamma: float = 0.05,
     level: float = 0.95,
-    adjust: Literal["none", "holm"] = "none",
+    adjust: Literal["none", "holm", "bh"] = "none",
+    progress: bool = False,
 ) -> Comparison:
     """Posteriors of each system's α and P(α_a > α_b) for every pair, by exact quadrature.
 
@@ -104,7 +151,9 @@ def compare_systems(
         rates: "per-system" (each system its own ρ, η) or "shared" (one ρ, η).
         gamma: two-sided significance level of a pair's test.
         level: credible level of each system's central interval.
-        adjust: "holm" to control the family-wise error over all pairs.
+        adjust: "holm" to control the family-wise error over all pairs, "bh" the false
+            discovery rate (Benjamini–Hochberg).
+        progress: show the stages' progress on standard error.
 
     An entry point: it switches JAX to float64 for this process, as
     :func:`binmetric_sweep.sweep.run` does.
@@ -116,8 +165,9 @@ def compare_systems(
     _check_options(rates, gamma, level, adjust)
     c = counts_of(counts)
     warnings: list[str] = []
+    steps = Progress(progress)
     if rates == "per-system":
-        mean, sd, low, high, p = _per_system(c, level)
+        mean, sd, low, high, p = _per_system(c, level, steps)
         unpaired = counts["system"][(counts["n_rho_eta"] == 0) & (counts["n_m"] > 0)]
         for name in unpaired:
             warnings.append(
@@ -125,7 +175,8 @@ def compare_systems(
                 "from the uniform prior alone, so its metric ratings say little about α"
             )
     else:
-        mean, sd, low, high, p, checked = _shared(c, level)
+        mean, sd, low, high, p, checked, rates_mean = _shared(c, level, steps)
+        warnings += _rates_pulled(c, rates_mean)
         warnings += _heterogeneity(counts)
         for name in counts["system"][counts["n_phi"] == 0]:
             warnings.append(
@@ -137,6 +188,7 @@ def compare_systems(
                 f"the shared (ρ, η) rule moved a probability or moment by {checked:.1e} "
                 "against a coarser rule: treat the last digits with care"
             )
+    steps.close()
     systems, p_sorted = ranked(counts, rates, (mean, sd, low, high), p)
     settings = {
         "rates": rates,
@@ -201,30 +253,40 @@ def pair_table(
 ) -> pd.DataFrame:
     """Every pair of ``systems`` (ranked best first), ``a`` above ``b``, with its test.
 
-    ``eps`` is z₁₋γ/₂·√(sd_a² + sd_b²), the published ε_γ when both SDs are
-    equal. ``significant``: P(α_a > α_b) > 1 − γ/2, or with ``adjust`` "holm"
-    Holm's step-down over all pairs on the two-sided posterior tail
-    2·min(P, 1 − P) (``p_holm``, its adjusted value).
+    ``significant``: P(α_a > α_b) > 1 − γ/2; with ``adjust`` "holm" (Holm's
+    step-down, family-wise error) or "bh" (Benjamini–Hochberg's step-up,
+    false discovery rate) over all pairs on the two-sided posterior tail
+    2·min(P, 1 − P), ``p_adjusted`` ≤ γ. ``eps`` is z·√(sd_a² + sd_b²) at the
+    level each pair's test is held to: z₁₋γ/₂ (the published ε_γ when both
+    SDs are equal); under "holm" z₁₋γ/(2m) for m pairs, the level at which
+    Holm calls a pair significant whatever the others; under "bh"
+    z₁₋γR/(2m) with R the pairs called significant (γ/m where none is), the
+    level its step-up reached.
     """
     s = len(systems)
     a, b = np.triu_indices(s, k=1)
     mean, sd = systems["alpha_mean"].to_numpy(), systems["alpha_sd"].to_numpy()
     p = p_better[a, b]
-    z = NormalDist().inv_cdf(1.0 - gamma / 2.0)
     pairs = pd.DataFrame(
         {
             "a": systems["system"].to_numpy()[a],
             "b": systems["system"].to_numpy()[b],
             "diff_mean": mean[a] - mean[b],
             "p_a_better": p,
-            "eps": z * np.sqrt(sd[a] ** 2 + sd[b] ** 2),
             "significant": p > 1.0 - gamma / 2.0,
         }
     )
-    if adjust == "holm":
+    level = gamma
+    if adjust != "none":
         tail = np.minimum(1.0, 2.0 * np.minimum(p, 1.0 - p))
-        pairs["p_holm"] = holm(tail)
-        pairs["significant"] = pairs["p_holm"].to_numpy() <= gamma
+        adjusted = holm(tail) if adjust == "holm" else benjamini_hochberg(tail)
+        pairs["p_adjusted"] = adjusted
+        pairs["significant"] = adjusted <= gamma
+        m = max(len(p), 1)
+        called = int(pairs["significant"].sum())
+        level = gamma / m if adjust == "holm" else gamma * max(called, 1) / m
+    z = NormalDist().inv_cdf(1.0 - level / 2.0)
+    pairs.insert(4, "eps", z * np.sqrt(sd[a] ** 2 + sd[b] ** 2))
     return pairs
 
 
@@ -235,6 +297,17 @@ def holm(p: np.ndarray) -> np.ndarray:
     scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
     adjusted = np.empty(m)
     adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """Benjamini–Hochberg's adjusted p-values: min over j ≥ i of min(1, m·p_(j)/j), in p's
+    order."""
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, m * p[order] / np.arange(1, m + 1))
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum.accumulate(scaled[::-1])[::-1]
     return adjusted
 
 
@@ -250,14 +323,15 @@ def rate_means(c: Counts, rates: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(r), np.asarray(e)
 
 
-def _per_system(c: Counts, level: float):
+def _per_system(c: Counts, level: float, progress: Progress):
     """Moments and interval from the sweep's posterior, pair probabilities from the densities."""
     fits = fit_lanes(c, None, "quadrature", level=level)
     mean, sd = np.asarray(fits.post_mean), np.asarray(fits.post_sd)
     lo = np.clip(mean - WIDTH * sd, 0.0, 1.0)
     hi = np.clip(mean + WIDTH * sd, 0.0, 1.0)
-    densities = _marginal_densities(c, lo, hi)
-    return mean, sd, np.asarray(fits.ci_low), np.asarray(fits.ci_high), _p_matrix(densities)
+    densities = _marginal_densities(c, lo, hi, progress)
+    p = _p_matrix(densities, progress)
+    return mean, sd, np.asarray(fits.ci_low), np.asarray(fits.ci_high), p
 
 
 def _bucket(n: int) -> int:
@@ -273,27 +347,32 @@ def _padded(c: Counts, size: int) -> Counts:
     )
 
 
-def _marginal_densities(c: Counts, lo: np.ndarray, hi: np.ndarray) -> kc.PanelDensity:
+def _marginal_densities(
+    c: Counts, lo: np.ndarray, hi: np.ndarray, progress: Progress
+) -> kc.PanelDensity:
     """Each system's α-marginal on :data:`PANELS` × :data:`NODES` nodes over [lo, hi].
 
     Systems without metric ratings have a Beta marginal ("beta"), the others the
-    full model's ("full"): two compiled programs, their rows put back in order.
+    full model's ("full"): two compiled programs, called on at most
+    :data:`DENSITY_CHUNK` systems at a time, their rows put back in order.
     """
     beta = np.asarray(c.n_m) == 0
     fields: dict[str, np.ndarray] = {}
+    progress.stage("α densities", len(lo))
     for kind, rows in (("beta", np.flatnonzero(beta)), ("full", np.flatnonzero(~beta))):
-        if not len(rows):
-            continue
-        size = _bucket(len(rows))
-        sub = _padded(jax.tree.map(lambda v, r=rows: np.asarray(v)[r], c), size)
-        window = [
-            np.concatenate([v[rows], np.full(size - len(rows), e)])
-            for v, e in ((lo, 0.0), (hi, 1.0))
-        ]
-        part = _density_program(kind)(sub, *window)
-        for name, value in part._asdict().items():
-            value = np.asarray(value)[: len(rows)]
-            fields.setdefault(name, np.zeros((len(lo), *value.shape[1:])))[rows] = value
+        size = min(_bucket(len(rows)), DENSITY_CHUNK)
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
+            sub = _padded(jax.tree.map(lambda v, r=chunk: np.asarray(v)[r], c), size)
+            window = [
+                np.concatenate([v[chunk], np.full(size - len(chunk), e)])
+                for v, e in ((lo, 0.0), (hi, 1.0))
+            ]
+            part = _density_program(kind)(sub, *window)
+            for name, value in part._asdict().items():
+                value = np.asarray(value)[: len(chunk)]
+                fields.setdefault(name, np.zeros((len(lo), *value.shape[1:])))[chunk] = value
+            progress.update(len(chunk))
     return kc.PanelDensity(**fields)
 
 
@@ -311,72 +390,113 @@ def _density_program(kind: str) -> ExportedProgram:
     )
 
 
-def _pairs_in_chunks(program: ExportedProgram, data, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``program(data, a, b)`` over index pairs in calls of :data:`PAIR_CHUNK` (the last padded)."""
-    out = []
-    for i in range(0, len(a), PAIR_CHUNK):
-        n = len(a[i : i + PAIR_CHUNK])
-        out.append(np.asarray(program(data, _pad(a[i : i + n]), _pad(b[i : i + n])))[:n])
-    return np.concatenate(out) if out else np.zeros(0)
+def common_rule(lo: np.ndarray, hi: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights ``(B, G)`` of the pairs' common rule, in B blocks of G nodes.
+
+    It spans every density's window ([min lo, max hi]) in panels of
+    :data:`GRID_NODES` nodes at most :data:`GRID_PANEL_SDS` times the smallest
+    SD wide; the number of blocks is a power of two (few compiled shapes).
+    """
+    start, stop = float(np.min(lo)), float(np.max(hi))
+    narrowest = max(float(np.min(sd)), 1e-12 * max(stop - start, 1e-12))
+    panels = max(1, int(np.ceil((stop - start) / (GRID_PANEL_SDS * narrowest))))
+    blocks = 1 << max(0, -(-panels // GRID_BLOCK) - 1).bit_length()
+    x, w = kc.grid_rule(start, max(stop, start + 1e-12), blocks * GRID_BLOCK, GRID_NODES)
+    return np.asarray(x).reshape(blocks, -1), np.asarray(w).reshape(blocks, -1)
 
 
-def _pad(index: np.ndarray) -> np.ndarray:
-    """``index`` padded with its first entry to :data:`PAIR_CHUNK` (one compiled shape)."""
-    return np.concatenate([index, np.full(PAIR_CHUNK - len(index), index[0])]).astype(np.int32)
+_PAIR_MATRIX = ExportedProgram(jax.jit(kc.p_greater_matrix), "compare_pair_matrix")
+_SHARED_MATRIX = ExportedProgram(jax.jit(kc.shared_p_greater), "compare_shared_matrix")
+_SHARED_LIST = ExportedProgram(
+    jax.jit(lambda c, r, e, lw, x, w, a, b: kc.shared_p_greater(c, r, e, lw, x, w, (a, b))),
+    "compare_shared_list",
+)
 
 
-def _independent_pairs(densities: kc.PanelDensity, a, b):
-    take = lambda i: jax.tree.map(lambda v: v[i], densities)  # noqa: E731
-    return jax.vmap(kc.p_greater)(take(a), take(b))
-
-
-_INDEPENDENT_PAIRS = ExportedProgram(jax.jit(_independent_pairs), "compare_pairs", (PAIR_CHUNK,))
-
-
-def _p_matrix(densities: kc.PanelDensity) -> np.ndarray:
-    """``(S, S)`` P(α_i > α_j) of independent systems (the diagonal ½)."""
-    s = np.shape(densities.lo)[0]
-    size = _bucket(s)
-    padded = jax.tree.map(
-        lambda v: np.concatenate([v, np.repeat(v[:1], size - s, axis=0)]), densities
-    )
+def _symmetric(p: np.ndarray) -> np.ndarray:
+    """``(S, S)`` P(α_i > α_j) from the upper triangle of ``p``: the lower is 1 − P, the
+    diagonal ½ (the computed lower triangle is the same up to the rule's error)."""
+    s = len(p)
     a, b = np.triu_indices(s, k=1)
-    p = _pairs_in_chunks(_INDEPENDENT_PAIRS, padded, a, b)
+    upper = np.clip(p[a, b], 0.0, 1.0)
     out = np.full((s, s), 0.5)
-    out[a, b], out[b, a] = p, 1.0 - p
+    out[a, b], out[b, a] = upper, 1.0 - upper
     return out
 
 
-def _shared(c: Counts, level: float):
+def _p_matrix(densities: kc.PanelDensity, progress: Progress) -> np.ndarray:
+    """``(S, S)`` P(α_i > α_j) of independent systems with α-densities ``densities``."""
+    s = np.shape(densities.lo)[0]
+    x, w = common_rule(densities.lo, densities.hi, densities.sd)
+    padded = jax.tree.map(
+        lambda v: np.concatenate([v, np.repeat(v[:1], _bucket(s) - s, axis=0)]), densities
+    )
+    progress.stage("pairs", 1)
+    p = np.asarray(_PAIR_MATRIX(padded, x, w))[:s, :s]
+    progress.update(1)
+    return _symmetric(p)
+
+
+def _shared_p(c: Counts, rule: kc.SharedRule, s: int, progress: Progress, only=None):
+    """P(α_a > α_b) under the shared model: ``(S, S)``, or ``(P,)`` for ``only = (a, b)``.
+
+    ``c`` and ``rule`` hold the S systems and padding after them; the common
+    rule spans the S systems' conditional densities at every outer node. The
+    nodes go in calls of :data:`NODE_CHUNK` (padded with nodes of weight 0).
+    """
+    d = rule.densities
+    x, w = common_rule(*(np.asarray(v)[:, :s] for v in (d.lo, d.hi, d.sd)))
+    k = len(np.asarray(rule.log_weight))
+    nodes = NODE_CHUNK * -(-k // NODE_CHUNK)
+    rho, eta, log_weight = (
+        np.concatenate([np.asarray(v), np.full(nodes - k, fill)])
+        for v, fill in ((rule.rho, 0.5), (rule.eta, 0.5), (rule.log_weight, -np.inf))
+    )
+    if only is not None:
+        n, size = len(only[0]), _bucket(len(only[0]))
+        a, b = (np.concatenate([v, np.zeros(size - n, int)]).astype(np.int32) for v in only)
+        p = np.asarray(_SHARED_LIST(c, rho, eta, log_weight, x, w, a, b))[:n]
+        return np.clip(p, 0.0, 1.0)
+    total = 0.0
+    progress.stage("pairs", nodes // NODE_CHUNK)
+    for i in range(0, nodes, NODE_CHUNK):
+        part = (v[i : i + NODE_CHUNK] for v in (rho, eta, log_weight))
+        total = total + np.asarray(_SHARED_MATRIX(c, *part, x, w))
+        progress.update(1)
+    return _symmetric(total[:s, :s])
+
+
+def _shared(c: Counts, level: float, progress: Progress):
     """The shared model's moments, intervals and pair probabilities, with a coarser rule's check.
 
     The coarser rule recomputes the moments, intervals and the pairs of systems
     adjacent in the ranking (the closest, where the rule matters most).
     """
-    fine = _shared_summary(c, level, SHARED_NODES)
+    fine, rates_mean = _shared_summary(c, level, SHARED_NODES, progress)
     order = np.argsort(-fine[0], kind="stable")
     adjacent = (order[:-1], order[1:])
-    coarse = _shared_summary(c, level, SHARED_CHECK_NODES, adjacent)
+    coarse, _ = _shared_summary(c, level, SHARED_CHECK_NODES, progress, adjacent)
     moved = max(
         float(np.max(np.abs(f - g), initial=0.0)) for f, g in zip(fine[:4], coarse[:4], strict=True)
     )
     a, b = adjacent
-    moved = max(moved, float(np.max(np.abs(fine[4][a, b] - coarse[4][a, b]), initial=0.0)))
-    return (*fine, moved)
+    moved = max(moved, float(np.max(np.abs(fine[4][a, b] - coarse[4]), initial=0.0)))
+    return (*fine, moved, rates_mean)
 
 
-def _shared_summary(c: Counts, level: float, nodes: int, only=None):
-    """Moments, interval ends and ``(S, S)`` pair probabilities from the ``nodes``² rule
-    (only the pairs ``only = (a, b)`` if given; the others ½)."""
+def _shared_summary(c: Counts, level: float, nodes: int, progress: Progress, only=None):
+    """Moments, interval ends and pair probabilities from the ``nodes``² rule: ``(S, S)``, or
+    for the pairs ``only = (a, b)`` alone, ``(P,)``; and the posterior means of ρ and η."""
     s = len(np.asarray(c.n_phi))
-    rule = _shared_program(nodes)(_padded(c, _bucket(s)))
+    progress.stage(f"(ρ, η) rule of {nodes}² nodes", 1)
+    padded = _padded(c, _bucket(s))
+    rule = _shared_program(nodes)(padded)
+    progress.update(1)
     mean, sd, low, high = (np.asarray(v)[:s] for v in _SHARED_MARGINALS(rule, np.float64(level)))
-    a, b = np.triu_indices(s, k=1) if only is None else only
-    p = np.full((s, s), 0.5)
-    if len(a):
-        vals = _pairs_in_chunks(_SHARED_PAIRS, rule, np.asarray(a), np.asarray(b))
-        p[a, b], p[b, a] = vals, 1.0 - vals
-    return mean, sd, low, high, p
+    only = None if only is None else tuple(np.asarray(v) for v in only)
+    weight = np.exp(np.asarray(rule.log_weight))
+    rates_mean = (float(weight @ np.asarray(rule.rho)), float(weight @ np.asarray(rule.eta)))
+    return (mean, sd, low, high, _shared_p(padded, rule, s, progress, only)), rates_mean
 
 
 @cache
@@ -384,18 +504,6 @@ def _shared_program(nodes: int) -> ExportedProgram:
     return ExportedProgram(
         jax.jit(lambda c: kc.shared_outer_rule(c, nodes)), "compare_shared_rule", (nodes,)
     )
-
-
-def _shared_pairs(rule: kc.SharedRule, a, b):
-    w = jnp.exp(rule.log_weight)
-
-    def pair(i, j):
-        per_node = jax.vmap(
-            lambda d: kc.p_greater(jax.tree.map(lambda v: v[i], d), jax.tree.map(lambda v: v[j], d))
-        )(rule.densities)
-        return jnp.sum(w * per_node)
-
-    return jax.vmap(pair)(a, b)
 
 
 def _shared_marginals(rule: kc.SharedRule, level):
@@ -416,8 +524,35 @@ def _shared_marginals(rule: kc.SharedRule, level):
     return mean, sd, low, high
 
 
-_SHARED_PAIRS = ExportedProgram(jax.jit(_shared_pairs), "compare_shared_pairs", (PAIR_CHUNK,))
 _SHARED_MARGINALS = ExportedProgram(jax.jit(_shared_marginals), "compare_shared_marginals")
+
+
+#: How many SDs of the pooled paired ratings' Beta posterior the shared model's mean ρ
+#: or η may lie from its mean before a warning says so.
+PULLED_SDS = 4.0
+
+
+def _rates_pulled(c: Counts, rates_mean: tuple[float, float]) -> list[str]:
+    """A warning where the shared model's (ρ, η) lies far from what the paired ratings say.
+
+    The joint posterior's (ρ, η) also answers to the metric-only ratings,
+    through each α's uniform prior. With many metric-only ratings and few
+    human ones per system, that pull can outweigh the paired ratings: then
+    the shared rates rest on the prior of α, not on the calibration set.
+    """
+    a_r, b_r, a_e, b_e = (float(v) for v in kc.pooled_rates(c))
+    out = []
+    for name, value, a, b in (("ρ", rates_mean[0], a_r, b_r), ("η", rates_mean[1], a_e, b_e)):
+        mean = a / (a + b)
+        sd = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+        if abs(value - mean) > PULLED_SDS * sd:
+            out.append(
+                f"under shared rates the posterior mean of {name} is {value:.3f}, but the "
+                f"paired ratings alone say {mean:.3f} ± {sd:.3f}: the metric-only ratings, "
+                "through α's uniform prior, outweigh the calibration set; with few human "
+                "ratings per system prefer --rates per-system"
+            )
+    return out
 
 
 def _heterogeneity(counts: pd.DataFrame) -> list[str]:

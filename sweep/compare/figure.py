@@ -14,8 +14,8 @@ order of ``systems``):
 - right, the matrix P(α_row > α_col) over all ordered pairs (``pairs`` gives
   one of each unordered pair; the other is 1 − p), on a diverging colour
   scale fixed to 0..1 and centred at 0.5, the diagonal grey; the pairs
-  significant at γ (two-sided, or Holm-adjusted when ``settings["adjust"]``
-  is ``"holm"``) are outlined in black, and the colorbar marks γ/2 and
+  significant at γ (two-sided, or adjusted when ``settings["adjust"]`` is
+  ``"holm"`` or ``"bh"``) are outlined in black, and the colorbar marks γ/2 and
   1 − γ/2 when no adjustment moves those thresholds. The cells carry their
   probabilities (two decimals) when there are few systems and the text fits.
   The matrix's rows are the forest's rows, so they are not named again; its
@@ -83,6 +83,8 @@ MIN_FONT = 5.0
 SYSTEM_COLUMNS = ("system", "alpha_mean", "ci_low", "ci_high")
 PAIR_COLUMNS = ("a", "b", "p_a_better")
 SETTINGS = ("rates", "gamma", "level", "method", "adjust")
+#: The adjustments over all pairs, as the figure names them.
+ADJUST_NAMES = {"holm": "Holm", "bh": "BH"}
 
 _METHODS = {"quadrature": "quadrature", "nuts": "NUTS"}
 _CMAP = "RdBu"
@@ -119,7 +121,7 @@ def _check_inputs(systems: pd.DataFrame, pairs: pd.DataFrame, settings: Mapping[
 
 
 def significance_column(pairs: pd.DataFrame, settings: Mapping[str, Any]) -> pd.Series:
-    """Which pairs are significant at γ: the ``significant`` column (Holm-adjusted when the
+    """Which pairs are significant at γ: the ``significant`` column (adjusted when the
     analysis was), or, when ``pairs`` has none, P(α_a > α_b) > 1 − γ/2 or < γ/2."""
     if "significant" in pairs.columns:
         return pairs["significant"].fillna(False).astype(bool)
@@ -168,11 +170,12 @@ def _percent(level: float) -> str:
 
 
 def comparison_title(settings: Mapping[str, Any]) -> str:
-    """``rates: per-system, quadrature; γ = 0.05, 95 % intervals`` (γ marked Holm when so)."""
+    """``rates: per-system, quadrature; γ = 0.05, 95 % intervals`` (γ marked Holm or BH when
+    adjusted)."""
     method = _METHODS.get(str(settings["method"]), str(settings["method"]))
     gamma = f"{SYMBOLS['gamma']} = {float(settings['gamma']):g}"
-    if str(settings["adjust"]) == "holm":
-        gamma += " (Holm)"
+    if str(settings["adjust"]) in ADJUST_NAMES:
+        gamma += f" ({ADJUST_NAMES[str(settings['adjust'])]})"
     level = _percent(settings["level"])
     return f"rates: {settings['rates']}, {method}; {gamma}, {level} intervals"
 
@@ -328,7 +331,7 @@ def _colorbar(fig: Figure, ax: Axes, image, settings: Mapping[str, Any], tall: b
     bar.ax.tick_params(labelsize=SMALL, length=2, width=0.5)
     bar.outline.set_linewidth(0.5)
     bar.ax.set_label("colorbar")
-    if str(settings["adjust"]) != "holm":
+    if str(settings["adjust"]) not in ADJUST_NAMES:
         gamma = float(settings["gamma"])
         for at in (gamma / 2, 1 - gamma / 2):
             bar.ax.axhline(at, color="black", linewidth=0.8, gid="threshold")
@@ -408,7 +411,7 @@ def _column_plan(names: Sequence[str], room: float) -> tuple[str, float]:
 
 def _significance_note(settings: Mapping[str, Any]) -> str:
     """What the outlines mean: ``outlined: significant at γ (two-sided)``, or ``(Holm)``."""
-    how = "Holm" if str(settings["adjust"]) == "holm" else "two-sided"
+    how = ADJUST_NAMES.get(str(settings["adjust"]), "two-sided")
     return f"outlined: significant at {SYMBOLS['gamma']} ({how})"
 
 
@@ -501,8 +504,8 @@ def comparison_figure(
 
     ``systems`` one row per system, best first (``system``, ``alpha_mean``,
     ``ci_low``, ``ci_high``); ``pairs`` one row per unordered pair (``a``,
-    ``b``, ``p_a_better`` = P(α_a > α_b), ``significant``, Holm-adjusted when
-    ``adjust`` is "holm"); ``settings`` with ``rates``, ``gamma``, ``level``,
+    ``b``, ``p_a_better`` = P(α_a > α_b), ``significant``, adjusted when
+    ``adjust`` is "holm" or "bh"); ``settings`` with ``rates``, ``gamma``, ``level``,
     ``method`` and ``adjust``. ``width`` in inches, :data:`FIGURE_WIDTH` by
     default; the height follows the number of systems (:func:`figure_height`).
     Raises SweepError for a missing column or setting, a system listed twice,

@@ -32,6 +32,9 @@ __all__ = [
 
 #: Up to this many systems the pairs are printed as the published matrix.
 MATRIX_MAX_SYSTEMS = 8
+#: Above this many systems (a leaderboard) no pair is listed: the ranking, the count of
+#: significant pairs and, unadjusted, the advice to adjust.
+LISTED_MAX_SYSTEMS = 30
 #: Pairs listed on the terminal when the matrix would not fit.
 LISTED_PAIRS = 30
 #: Key-value metadata keys of the Parquet files.
@@ -77,6 +80,11 @@ RATE_WORDS = {
     "shared": "one pair of metric rates ρ, η from all systems' paired ratings",
 }
 METHOD_WORDS = {"quadrature": "exact posterior (quadrature)", "nuts": "posterior draws (NUTS)"}
+#: The adjustments over all pairs: in the header, and naming an adjusted value.
+ADJUST_WORDS = {
+    "holm": ("Holm-adjusted over all pairs (family-wise error)", "Holm-adjusted"),
+    "bh": ("Benjamini–Hochberg-adjusted over all pairs (false discovery rate)", "BH-adjusted"),
+}
 
 
 def signed(x: float, digits: int) -> str:
@@ -89,11 +97,11 @@ def comparison_text(result: Comparison) -> str:
     """The systems (best first) and the pairs, for a terminal."""
     s = result.settings
     level = f"{100 * s['level']:g} %"
-    holm = s["adjust"] == "holm"
+    adjusted = ADJUST_WORDS.get(s["adjust"])
     head = (
         f"{len(result.systems)} systems; {RATE_WORDS.get(s['rates'], s['rates'])}; "
         f"{METHOD_WORDS.get(s['method'], s['method'])}; γ = {s['gamma']:g}"
-        + (", Holm-adjusted over all pairs" if holm else "")
+        + (f", {adjusted[0]}" if adjusted else "")
         + "\nalpha: share of adequate outputs (posterior mean); sd: its posterior SD; "
         "human counts every human rating, paired those that also have a metric rating"
     )
@@ -116,8 +124,10 @@ def comparison_text(result: Comparison) -> str:
     lines.append("")
     if len(systems) <= MATRIX_MAX_SYSTEMS:
         lines += _matrix(result)
-    else:
+    elif len(systems) <= LISTED_MAX_SYSTEMS:
         lines += _not_significant(result)
+    else:
+        lines += _leaderboard(result)
     if "add_cost" in result.pairs.columns:
         lines += ["", *_next(result)]
     return "\n".join(line.rstrip() for line in lines)
@@ -152,8 +162,8 @@ def _matrix(result: Comparison) -> list[str]:
         f"{n} ({m:.2f})" for n, m in zip(systems["system"], systems["alpha_mean"], strict=True)
     ]
     mean = systems["alpha_mean"].to_numpy()
-    holm = result.settings["adjust"] == "holm"
-    shown = _pair_matrix(result, "p_holm") if holm else result.p_better
+    adjusted = ADJUST_WORDS.get(result.settings["adjust"])
+    shown = _pair_matrix(result, "p_adjusted") if adjusted else result.p_better
     significant = _significant_matrix(result)
     cells = [
         [
@@ -173,9 +183,9 @@ def _matrix(result: Comparison) -> list[str]:
             "  ".join([name.ljust(first), *(c.rjust(w) for c, w in zip(row, widths, strict=True))])
         )
     g = result.settings["gamma"]
-    if holm:
+    if adjusted:
         out.append(
-            "cell: row's α − column's α, posterior mean (Holm-adjusted two-sided tail "
+            f"cell: row's α − column's α, posterior mean ({adjusted[1]} two-sided tail "
             f"2·min(P, 1 − P), P = P(row's α > column's α)); * adjusted value ≤ γ = {g:g}"
         )
     else:
@@ -208,15 +218,35 @@ def _not_significant(result: Comparison) -> list[str]:
         if len(weak)
         else f"pairs: all {len(pairs):,} significant at γ = {result.settings['gamma']:g}"
     ]
-    holm = "p_holm" in pairs.columns
+    words = ADJUST_WORDS.get(result.settings["adjust"])
     for row in weak.head(LISTED_PAIRS).itertuples():
-        adjusted = f", Holm-adjusted {row.p_holm:.3f}" if holm else ""
+        adjusted = f", {words[1]} {row.p_adjusted:.3f}" if words else ""
         out.append(
             f"  {row.a} vs {row.b}: diff {signed(row.diff_mean, 3)}, P(a better) = "
             f"{row.p_a_better:.3f}{adjusted}, ε = {row.eps:.3f}"
         )
     if len(weak) > LISTED_PAIRS:
         out.append(f"  … and {len(weak) - LISTED_PAIRS:,} more (all in --json or --out)")
+    return out
+
+
+def _leaderboard(result: Comparison) -> list[str]:
+    """Too many pairs to read: how many are significant, and, unadjusted, what that means."""
+    pairs, gamma = result.pairs, result.settings["gamma"]
+    called = int(pairs["significant"].sum())
+    words = ADJUST_WORDS.get(result.settings["adjust"])
+    how = f", {words[1]}" if words else " (each pair's own two-sided test)"
+    out = [
+        f"pairs: {called:,} of {len(pairs):,} significant at γ = {gamma:g}{how}; every pair "
+        "in --json or --out"
+    ]
+    if not words:
+        out.append(
+            f"with {len(pairs):,} pairs, each tested at γ = {gamma:g}, about γ of the pairs "
+            "whose systems are equal are called different: a leaderboard needs --adjust holm "
+            "(no false call, with probability 1 − γ) or --adjust bh (false calls at most a "
+            "share γ of those made)"
+        )
     return out
 
 

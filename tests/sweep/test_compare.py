@@ -17,7 +17,12 @@ from scipy import integrate, stats
 
 from binmetric_sweep import sweep
 from binmetric_sweep.sweep.cli import main
-from binmetric_sweep.sweep.compare.analysis import compare_systems, counts_of, holm
+from binmetric_sweep.sweep.compare.analysis import (
+    benjamini_hochberg,
+    compare_systems,
+    counts_of,
+    holm,
+)
 from binmetric_sweep.sweep.fits import fit_lanes
 
 SHARED_COMPARISONS = (
@@ -213,14 +218,26 @@ def test_the_published_comparisons_reproduce_within_their_rounding():
             assert low - 5e-4 <= row.p_a_better <= high + 5e-4, row
 
 
-def test_holm_adjusts_step_down():
-    p = np.array([0.01, 0.04, 0.03, 0.005])
-    np.testing.assert_allclose(holm(p), [0.03, 0.06, 0.06, 0.02])
-    result = compare_systems(SMALL, adjust="holm", gamma=0.05)
-    pairs = result.pairs
+@pytest.mark.parametrize(("adjust", "method"), [("holm", "holm"), ("bh", "fdr_bh")])
+def test_adjustments_over_all_pairs(adjust, method):
+    """Holm's and Benjamini–Hochberg's adjusted values are statsmodels' (the reference);
+    stars, and eps, follow them."""
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(5)
+    p = np.concatenate([rng.uniform(0, 0.01, 30), rng.uniform(0, 1, 200), [0.04, 0.04]])
+    ours = holm(p) if adjust == "holm" else benjamini_hochberg(p)
+    np.testing.assert_allclose(ours, multipletests(p, method=method)[1], rtol=1e-12)
+    result = compare_systems(SMALL, adjust=adjust, gamma=0.05)
+    pairs, plain = result.pairs, compare_systems(SMALL, gamma=0.05).pairs
     tail = np.minimum(1, 2 * np.minimum(pairs.p_a_better, 1 - pairs.p_a_better))
-    np.testing.assert_allclose(pairs.p_holm, holm(tail.to_numpy()))
-    assert (pairs.significant == (pairs.p_holm <= 0.05)).all()
+    np.testing.assert_allclose(pairs.p_adjusted, multipletests(tail, method=method)[1])
+    assert (pairs.significant == (pairs.p_adjusted <= 0.05)).all()
+    # eps at the level the adjustment holds a pair to: γ/m (Holm), γ·R/m (BH, R called).
+    m, called = len(pairs), max(int(pairs.significant.sum()), 1)
+    level = 0.05 / m if adjust == "holm" else 0.05 * called / m
+    ratio = stats.norm.ppf(1 - level / 2) / stats.norm.ppf(1 - 0.05 / 2)
+    np.testing.assert_allclose(pairs.eps, plain.eps * ratio, rtol=1e-12)
 
 
 def test_warnings_name_the_systems_they_concern():
@@ -440,3 +457,51 @@ def test_items_with_several_annotators_on_the_command_line(tmp_path, capsys):
     assert answer["settings"]["annotators"] == "all"
     assert answer["read"]["several_human"] == 3 and len(answer["read"]["notes"]) == 1
     assert captured.err.count("--annotators all:") == 1
+
+
+def thousand_systems(seed: int = 11) -> pd.DataFrame:
+    """1,000 systems' counts: 980 rated by humans alone (20–60 ratings), 20 also by the
+    metric (paired and metric-only ratings)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(1000):
+        n = int(rng.integers(20, 61))
+        k = int(rng.binomial(n, rng.uniform(0.3, 0.9)))
+        if i % 50:
+            rows.append((f"s{i:04d}", n, k, 0, 0, 0, 0, 0, 0))
+        else:  # 10 paired (6 rated 1 by humans), 100 metric-only
+            rows.append((f"s{i:04d}", n, max(k, 6), 10, 6, 5, 3, 100, int(rng.integers(30, 80))))
+    return counts_table(*rows)
+
+
+@pytest.mark.parametrize("rates", ["per-system", "shared"])
+def test_a_thousand_systems(rates, tmp_path, capsys):
+    """A leaderboard: every one of 499,500 pairs, each P in [0, 1]; under per-system rates the
+    human-only systems' P against two Betas' exact one; the text ranks the systems, counts the
+    significant pairs and says that a leaderboard needs an adjustment."""
+    counts = thousand_systems()
+    result = compare_systems(counts, rates=rates)
+    pairs = result.pairs
+    assert len(pairs) == 499_500 and len(result.systems) == 1000
+    assert pairs["p_a_better"].between(0, 1).all()
+    assert np.abs(result.p_better + result.p_better.T - 1).max() <= 1e-15
+    if rates == "per-system":
+        systems = result.systems.set_index("system")
+        beta = systems[systems["n_metric"] == 0]
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            a, b = rng.choice(beta.index, 2, replace=False)
+            ka, kb = (counts.set_index("system").loc[x] for x in (a, b))
+            da = stats.beta(ka.n_pos + 1, ka.n_phi - ka.n_pos + 1)
+            db = stats.beta(kb.n_pos + 1, kb.n_phi - kb.n_pos + 1)
+            exact = integrate.quad(lambda x: da.pdf(x) * db.cdf(x), 0, 1, epsabs=1e-13)[0]
+            i, j = (systems.index.get_loc(x) for x in (a, b))
+            assert abs(result.p_better[i, j] - exact) < 1e-9, (a, b)
+    path = tmp_path / "leaderboard.csv"
+    counts.to_csv(path, index=False)
+    assert main(["compare", str(path), "--rates", rates]) == 0
+    text = capsys.readouterr().out
+    called = int(pairs["significant"].sum())
+    assert f"pairs: {called:,} of 499,500 significant at γ = 0.05 (each pair's own" in text
+    assert "a leaderboard needs --adjust holm" in text and " vs " not in text
+    assert len(text.splitlines()) < 1020  # the ranking and a few lines, no pair listed

@@ -271,7 +271,7 @@ def test_long_names_number_the_columns():
 def test_holm_marks_the_adjusted_significance():
     systems, pairs = synthetic(5, seed=4)
     unadjusted = expected_matrix(systems, pairs)[1]
-    pairs["p_holm"] = 0.01
+    pairs["p_adjusted"] = 0.01
     pairs["significant"] = pairs["significant"] & (pairs.index % 2 == 0)
     settings = dict(SETTINGS, adjust="holm", method="nuts", rates="shared", level=0.9)
     fig = comparison_figure(systems, pairs, settings)
