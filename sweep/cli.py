@@ -439,6 +439,7 @@ def _compare(args) -> None:
         cost_metric=args.cost_metric,
         annotators=args.annotators,
         judges=args.judges,
+        progress=sys.stderr.isatty(),
         **planning,
     )
     for line in result.reading.notes():

@@ -36,6 +36,7 @@ def compare(
     power: float = 0.8,
     annotators: str = "refuse",
     judges: str = "refuse",
+    progress: bool = False,
 ) -> Comparison:
     """Compare the systems of a ratings file or DataFrame (one row per rated output, or per
     system with counts), as ``sweep compare``.
@@ -51,7 +52,7 @@ def compare(
     (:func:`~.next_ratings.next_ratings`). ``annotators`` and ``judges`` say how
     several human or metric labels of one item are combined ("refuse",
     "majority" or "all"; :mod:`~.ratings`); the result's ``reading`` says what
-    was read.
+    was read. ``progress`` shows the quadrature's stages on standard error.
 
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
@@ -76,7 +77,9 @@ def compare(
             counts, rates=rates, gamma=gamma, level=level, adjust=adjust, seed=seed
         )
     elif method == "quadrature":
-        result = compare_systems(counts, rates=rates, gamma=gamma, level=level, adjust=adjust)
+        result = compare_systems(
+            counts, rates=rates, gamma=gamma, level=level, adjust=adjust, progress=progress
+        )
     else:
         raise SweepError(f"--method: {method!r} is not allowed; allowed: quadrature, nuts")
     result = replace(result, reading=reading, settings={**result.settings, **rules})
