@@ -9,7 +9,8 @@
 # 1. Quadrature at SIZE lanes with the default plan (two workers), then one worker.
 # 2. NUTS at SIZE lanes with the chain kernel: the default (two workers), then one worker.
 # Either's one-worker fits must be the default's bit for bit.
-# 3. sweep compare: 100 systems x 10,000 ratings, both rate models (bench_compare.py).
+# 3. sweep compare: 100 x 10,000, 1,000 x 50 and 1,000 x 1,000 ratings, both rate models,
+#    cold and warm (bench_compare.py).
 # 4. The legacy grid by quadrature end to end, cold then warm, with where its time goes
 #    (bench_sweep.py; also the quick start and the first sweep compare, cold).
 # SIZE (default 10^5) and SWEEP (default the legacy grid) let the script be dry-run on a CPU.
@@ -41,8 +42,8 @@ timeout "$(left 300)" python3 scripts/bench_kernels.py --sizes "$SIZE" --quadrat
 step "NUTS, $SIZE lanes, the chain kernel: the default (two workers), then one worker"
 timeout "$(left 590)" python3 scripts/bench_kernels.py --nuts-only --lockstep 0 --baseline 0 \
   --loops kernel --sizes "$SIZE" --workers 1 --out "$R" 2>&1 | grep -v "^ "
-step "sweep compare, 100 systems x 10,000 ratings, per-system and shared rates"
-timeout "$(left 590)" python3 scripts/bench_compare.py --out "$R" 2>&1 | grep -v "^ "
+step "sweep compare, 100 x 10,000, 1,000 x 50 and 1,000 x 1,000 ratings, both rate models"
+timeout "$(left 590)" python3 scripts/bench_compare.py --sizes 100x10000 1000x50 1000x1000 --out "$R" 2>&1 | grep -v "^ "
 step "the legacy grid ($SWEEP) by quadrature end to end: cold, then twice warm"
 timeout "$(left 590)" python3 scripts/bench_sweep.py "$SWEEP" --method quadrature --repeats 2 \
   --out "$R" 2>&1 | grep -v "^ "

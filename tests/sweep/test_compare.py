@@ -23,6 +23,7 @@ from binmetric_sweep.sweep.compare.analysis import (
     counts_of,
     holm,
 )
+from binmetric_sweep.sweep.compare.report import comparison_text
 from binmetric_sweep.sweep.fits import fit_lanes
 
 SHARED_COMPARISONS = (
@@ -303,8 +304,8 @@ def test_the_command_prints_writes_and_refuses(tmp_path, capsys):
     assert answer["read"]["outputs"] == 2000 and answer["read"]["by_item"]
     assert answer["read"]["human_labels"] == 400 and answer["read"]["notes"] == []
     assert set(answer["systems"][0]) == {
-        "system", "n_outputs", "n_human", "n_paired", "n_metric", "alpha_mean", "alpha_sd", "ci_low",
-        "ci_high", "rho_mean", "eta_mean",
+        "system", "n_outputs", "n_human", "n_paired", "n_metric", "alpha_mean", "alpha_sd",
+        "ci_low", "ci_high", "rho_mean", "eta_mean",
     }  # fmt: skip
     assert set(answer["pairs"][0]) == {"a", "b", "diff_mean", "p_a_better", "eps", "significant"}
     assert answer["settings"] == {
@@ -494,7 +495,9 @@ def test_a_thousand_systems(rates, tmp_path, capsys):
             ka, kb = (counts.set_index("system").loc[x] for x in (a, b))
             da = stats.beta(ka.n_pos + 1, ka.n_phi - ka.n_pos + 1)
             db = stats.beta(kb.n_pos + 1, kb.n_phi - kb.n_pos + 1)
-            exact = integrate.quad(lambda x: da.pdf(x) * db.cdf(x), 0, 1, epsabs=1e-13)[0]
+            exact = integrate.quad(
+                lambda x, da=da, db=db: da.pdf(x) * db.cdf(x), 0, 1, epsabs=1e-13
+            )[0]
             i, j = (systems.index.get_loc(x) for x in (a, b))
             assert abs(result.p_better[i, j] - exact) < 1e-9, (a, b)
     path = tmp_path / "leaderboard.csv"
@@ -505,3 +508,24 @@ def test_a_thousand_systems(rates, tmp_path, capsys):
     assert f"pairs: {called:,} of 499,500 significant at γ = 0.05 (each pair's own" in text
     assert "a leaderboard needs --adjust holm" in text and " vs " not in text
     assert len(text.splitlines()) < 1020  # the ranking and a few lines, no pair listed
+
+
+@pytest.mark.parametrize(("adjust", "word"), [("holm", "Holm"), ("bh", "BH")])
+def test_the_text_shows_the_adjusted_values_its_stars_follow(adjust, word):
+    result = compare_systems(SMALL, adjust=adjust, gamma=0.45)
+    text = comparison_text(result)
+    assert f"{word}-adjusted two-sided tail" in text and "* adjusted value ≤ γ = 0.45" in text
+    for row in result.pairs.itertuples():
+        cell = f"({row.p_adjusted:.3f})" + ("*" if row.significant else " ")
+        assert cell in text, cell
+    assert result.pairs["significant"].any() and not result.pairs["significant"].all()
+
+
+@pytest.mark.parametrize("rates", ["per-system", "shared"])
+def test_progress_names_the_stages(rates, capsys):
+    compare_systems(SMALL, rates=rates, progress=True)
+    err = capsys.readouterr().err
+    stages = ["α densities", "pairs"] if rates == "per-system" else ["(ρ, η) rule of 12²", "pairs"]
+    assert all(f"compare: {stage}" in err for stage in stages), err
+    compare_systems(SMALL, rates=rates)
+    assert capsys.readouterr().err == ""

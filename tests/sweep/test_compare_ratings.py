@@ -156,10 +156,12 @@ def test_counts_table_round_trip(tmp_path):
 
 def test_frames_in_python_number_rows_by_position():
     frame = ratings_frame().set_index(pd.Index([10, 20, 30, 40, 50, 60, 70, 80, 90]))
-    pd.testing.assert_frame_equal(counts_from_ratings(frame, "mine").counts, expected_counts(EXPECTED))
+    pd.testing.assert_frame_equal(
+        counts_from_ratings(frame, "mine").counts, expected_counts(EXPECTED)
+    )
     frame.loc[30, "metric"] = 5
     with pytest.raises(SweepError, match=r"^mine: row 3, column metric: 5 is not a label"):
-        counts_from_ratings(frame, "mine").counts
+        counts_from_ratings(frame, "mine")
 
 
 def test_label_spellings(tmp_path):
@@ -545,9 +547,8 @@ def test_annotators_majority_and_all(tmp_path):
     # all: each label a separate human rating, each paired with its item's metric label.
     counts, reading = counts_from_ratings(frame, "f", annotators="all")
     got = counts.set_index("system")
-    assert got.loc["A", ["n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn"]].tolist() == [
-        9, 3, 6, 2, 2, 3,
-    ]  # fmt: skip
+    paired = ["n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn"]
+    assert got.loc["A", paired].tolist() == [9, 3, 6, 2, 2, 3]
     assert got.loc["A", "n_outputs"] == 3 and got.loc["A", "n_m"] == 0
     assert reading.notes()[0].startswith("--annotators all: 3 items have several human labels")
     # The same rows without items: every row an output, as before (rows with both labels
