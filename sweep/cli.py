@@ -250,6 +250,14 @@ def _compare_parser(commands) -> None:
             f"(the default: an error naming the item), majority (a tie is refused), or all "
             f"(each label a separate {kind} rating)",
         )
+    compare.add_argument(
+        "--estimator",
+        default="bayes",
+        metavar="NAME",
+        help="bayes (the default: the posterior), a classical estimator (human_only, "
+        "judge_only, rogan_gladen, ppi, ppi_pp: its estimate per system, a z-test per pair), "
+        "or all, side by side",
+    )
     compare.add_argument("--json", action="store_true", help="print one JSON object")
     compare.add_argument(
         "--out", metavar="DIR", help="write systems.parquet and pairs.parquet into DIR"
@@ -408,6 +416,9 @@ def _plan(args) -> int:
 
 def _compare(args) -> None:
     from binmetric_sweep.sweep.compare import compare
+
+    # Everything that can be refused is refused before the analysis runs.
+    from binmetric_sweep.sweep.compare.by_estimator import estimator_names
     from binmetric_sweep.sweep.compare.report import (
         comparison_json,
         comparison_text,
@@ -415,7 +426,10 @@ def _compare(args) -> None:
     )
     from binmetric_sweep.sweep.paths import check_out_dir
 
-    # Everything that can be refused is refused before the analysis runs.
+    if estimator_names(args.estimator) != ("bayes",) and args.output:
+        raise SweepError(
+            f"-o: draws the posterior's P matrix; not with --estimator {args.estimator}"
+        )
     if args.output:
         from binmetric_sweep.sweep.plots import check_image_path
 
@@ -440,6 +454,7 @@ def _compare(args) -> None:
         annotators=args.annotators,
         judges=args.judges,
         progress=sys.stderr.isatty(),
+        estimator=args.estimator,
         **planning,
     )
     for line in result.reading.notes():

@@ -14,7 +14,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
+from binmetric_sweep.sweep.compare.analysis import Comparison, _check_options, compare_systems
+from binmetric_sweep.sweep.compare.by_estimator import estimator_names
 from binmetric_sweep.sweep.compare.ratings import counts_from_ratings, counts_table, read_ratings
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
@@ -37,6 +38,7 @@ def compare(
     annotators: str = "refuse",
     judges: str = "refuse",
     progress: bool = False,
+    estimator: str = "bayes",
 ) -> Comparison:
     """Compare the systems of a ratings file or DataFrame (one row per rated output, or per
     system with counts), as ``sweep compare``.
@@ -54,6 +56,11 @@ def compare(
     "majority" or "all"; :mod:`~.ratings`); the result's ``reading`` says what
     was read. ``progress`` shows the quadrature's stages on standard error.
 
+    ``estimator`` other than "bayes" (a classical one, or "all") gives, in
+    place of the posterior's tables, one row per (estimator, system) and one
+    per (estimator, pair) with its z-test (:mod:`~.by_estimator`); "all"
+    includes the posterior's rows.
+
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
     """
@@ -66,10 +73,19 @@ def compare(
         counts, reading = counts_table(ratings, "counts", **rules)
     else:
         counts, reading = read_ratings(ratings, **rules)
+    names = estimator_names(estimator)
+    if names != ("bayes",) and cost_metric is not None:
+        raise SweepError(
+            f"--cost-metric: plans the posterior's ratings; not with --estimator {estimator}"
+        )
     if len(counts) < 2:
         source = "ratings" if isinstance(ratings, pd.DataFrame) else os.fspath(ratings)
         only = f" ({counts['system'].iloc[0]!r})" if len(counts) else ""
         raise SweepError(f"{source}: a comparison needs two systems or more; it has one{only}")
+    if "bayes" not in names:
+        _check_options(rates, gamma, level, adjust)
+        settings = {"rates": rates, "gamma": float(gamma), "level": float(level), "adjust": adjust}
+        return _by_estimator(counts, names, None, settings, reading, rules)
     if method == "nuts":
         from binmetric_sweep.sweep.compare.sampled import compare_by_nuts
 
@@ -82,6 +98,8 @@ def compare(
         )
     else:
         raise SweepError(f"--method: {method!r} is not allowed; allowed: quadrature, nuts")
+    if names != ("bayes",):
+        return _by_estimator(counts, names, result, result.settings, reading, rules)
     result = replace(result, reading=reading, settings={**result.settings, **rules})
     if cost_metric is None:
         return result
@@ -89,3 +107,22 @@ def compare(
 
     pairs = next_ratings(result, cost_metric=cost_metric, cost_human=cost_human, power=power)
     return replace(result, pairs=pairs)
+
+
+def _by_estimator(counts, names, posterior, settings, reading, rules) -> Comparison:
+    """The estimators ``names`` on ``counts``: systems and pairs in long form, by estimator;
+    ``posterior`` (the posterior's comparison) gives ``bayes``'s rows where ``names`` holds it."""
+    from binmetric_sweep.sweep.compare.by_estimator import estimates_table, z_test_pairs
+
+    s = settings
+    systems = estimates_table(
+        counts, names, rates=s["rates"], level=s["level"], posterior=posterior
+    )
+    pairs = z_test_pairs(systems, gamma=s["gamma"], adjust=s["adjust"])
+    warnings = []
+    if posterior is not None:
+        pairs = pd.concat([posterior.pairs.assign(estimator="bayes"), pairs], ignore_index=True)
+        pairs = pairs[["estimator", *(c for c in pairs.columns if c != "estimator")]]
+        warnings = posterior.warnings
+    settings = {**s, **rules, "estimator": names[0] if len(names) == 1 else "all"}
+    return Comparison(systems, pairs, settings, warnings, None, reading)

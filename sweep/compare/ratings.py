@@ -77,7 +77,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -177,6 +177,7 @@ class Reading:
         annotators, judges: the rules that combined several labels of one output.
         several_human, several_metric: outputs with more than one label of that kind.
         split_human, split_metric: those of them whose labels disagree.
+        ignored: the file's other columns, not read.
     """
 
     source: str
@@ -193,6 +194,7 @@ class Reading:
     several_metric: int = 0
     split_human: int = 0
     split_metric: int = 0
+    ignored: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -209,8 +211,12 @@ class Reading:
         )
 
     def notes(self) -> list[str]:
-        """Lines for standard error: how several labels of one output were combined."""
+        """Lines for standard error: columns not read, how several labels of one output were
+        combined."""
         out = []
+        if self.ignored:
+            used = "system, item, human, metric" if self.layout == "ratings" else "its counts"
+            out.append(f"ignored columns: {_names(list(self.ignored))} (read: {used})")
         for flag, kind, rule, several, split in (
             ("--annotators", "human", self.annotators, self.several_human, self.split_human),
             ("--judges", "metric", self.judges, self.several_metric, self.split_metric),
@@ -264,14 +270,17 @@ def read_ratings(
         allowed = ", ".join(_FORMATS)
         raise SweepError(f"{source}: unknown format {file.suffix!r}; allowed: {allowed}")
     if fmt == "Parquet":
-        frame = _read_parquet(file, source)
+        frame, names = _read_parquet(file, source)
     elif fmt == "JSON Lines":
-        frame = _read_json_lines(file, source)
+        frame, names = _read_json_lines(file, source)
     else:
-        frame = _read_csv(file, source, "\t" if fmt == "TSV" else ",")
+        frame, names = _read_csv(file, source, "\t" if fmt == "TSV" else ",")
     if "human" in frame.columns:
-        return counts_from_ratings(frame, source, annotators=annotators, judges=judges)
-    return counts_table(frame, source, annotators=annotators, judges=judges)
+        ratings = counts_from_ratings(frame, source, annotators=annotators, judges=judges)
+    else:
+        ratings = counts_table(frame, source, annotators=annotators, judges=judges)
+    ignored = tuple(str(n) for n in names if n not in frame.columns)
+    return ratings._replace(reading=replace(ratings.reading, ignored=ignored))
 
 
 def counts_table(
@@ -285,7 +294,10 @@ def counts_table(
     counts = check_counts(frame, source)
     outputs = counts["n_phi"] + counts["n_m"]
     counts["n_outputs"] = outputs
-    reading = Reading(source, "counts", len(frame), len(counts), int(outputs.sum()))
+    ignored = tuple(str(c) for c in frame.columns if c not in ("system", *COUNT_COLUMNS))
+    reading = Reading(
+        source, "counts", len(frame), len(counts), int(outputs.sum()), ignored=ignored
+    )
     return Ratings(counts, reading)
 
 
@@ -342,6 +354,7 @@ def counts_from_ratings(
         )
     system_of = codes[first_row]
     counts = _tally(system_of, len(systems), h, h_pos, m, m_pos)
+    read = ("system", "item", *LABEL_COLUMNS)
     counts["n_outputs"] = np.bincount(system_of, minlength=len(systems)).astype(np.int64)
     reading = Reading(
         source,
@@ -358,6 +371,7 @@ def counts_from_ratings(
         several_metric=int((labels.m > 1).sum()),
         split_human=int(((labels.h_pos > 0) & (labels.h_pos < labels.h)).sum()),
         split_metric=int(((labels.m_pos > 0) & (labels.m_pos < labels.m)).sum()),
+        ignored=tuple(str(c) for c in frame.columns if c not in read),
     )
     return Ratings(_counts_frame(systems, counts), reading)
 
@@ -397,8 +411,9 @@ def _check_file(file: Path, source: str) -> None:
         raise SweepError(f"{source}: empty (no rows)")
 
 
-def _read_csv(file: Path, source: str, delimiter: str) -> pd.DataFrame:
-    """Return the needed columns of a CSV file, as text (labels and names as categoricals)."""
+def _read_csv(file: Path, source: str, delimiter: str) -> tuple[pd.DataFrame, list]:
+    """Return the needed columns of a CSV file, as text (labels and names as categoricals),
+    and the names of all its columns."""
     # Free-text columns (annotator comments) may hold quoted line breaks; without
     # this option pyarrow's parallel reader loses track of them in large files.
     parse = pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
@@ -422,11 +437,12 @@ def _read_csv(file: Path, source: str, delimiter: str) -> pd.DataFrame:
         table.validate(full=True)  # text that is not UTF-8
     except (pa.ArrowException, OSError) as exc:
         raise SweepError(f"{source}: unreadable as {kind} ({_why(exc)})") from exc
-    return table.to_pandas()
+    return table.to_pandas(), names
 
 
-def _read_parquet(file: Path, source: str) -> pd.DataFrame:
-    """Return the needed columns of a Parquet file, with their stored types."""
+def _read_parquet(file: Path, source: str) -> tuple[pd.DataFrame, list]:
+    """Return the needed columns of a Parquet file, with their stored types, and the names of
+    all its columns."""
     try:
         names = pq.read_schema(file).names
         columns = _select(names, source)
@@ -434,11 +450,12 @@ def _read_parquet(file: Path, source: str) -> pd.DataFrame:
         table.validate(full=True)  # text that is not UTF-8, from a careless writer
     except (pa.ArrowException, OSError) as exc:
         raise SweepError(f"{source}: unreadable as Parquet ({_why(exc)})") from exc
-    return table.to_pandas(ignore_metadata=True)
+    return table.to_pandas(ignore_metadata=True), names
 
 
-def _read_json_lines(file: Path, source: str) -> pd.DataFrame:
-    """Return the needed columns of a JSON Lines file (one object per line; blank lines skipped).
+def _read_json_lines(file: Path, source: str) -> tuple[pd.DataFrame, list]:
+    """Return the needed columns of a JSON Lines file (one object per line; blank lines
+    skipped), and the names of all its columns.
 
     pyarrow's reader is fast but wants one type per column; a column that
     mixes types (``1`` and ``""``) is read again by pandas, and a file
@@ -454,7 +471,7 @@ def _read_json_lines(file: Path, source: str) -> pd.DataFrame:
         except (ValueError, TypeError, OSError) as exc:
             why = _bad_json_line(file) or f"unreadable as JSON Lines ({_why(exc)})"
             raise SweepError(f"{source}: {why}") from exc
-    return frame[list(_select(frame.columns, source))]
+    return frame[list(_select(frame.columns, source))], list(frame.columns)
 
 
 def _bad_json_line(file: Path) -> str | None:

@@ -95,6 +95,8 @@ def signed(x: float, digits: int) -> str:
 
 def comparison_text(result: Comparison) -> str:
     """The systems (best first) and the pairs, for a terminal."""
+    if result.settings.get("estimator", "bayes") != "bayes":
+        return _estimators_text(result)
     s = result.settings
     level = f"{100 * s['level']:g} %"
     adjusted = ADJUST_WORDS.get(s["adjust"])
@@ -227,6 +229,94 @@ def _not_significant(result: Comparison) -> list[str]:
         )
     if len(weak) > LISTED_PAIRS:
         out.append(f"  … and {len(weak) - LISTED_PAIRS:,} more (all in --json or --out)")
+    return out
+
+
+def _estimators_text(result: Comparison) -> str:
+    """Estimators other than the posterior alone: one, its systems and pairs; or all, a
+    systems × estimators table and each one's count of significant pairs."""
+    s, systems, pairs = result.settings, result.systems, result.pairs
+    level = f"{100 * s['level']:g} %"
+    adjusted = ADJUST_WORDS.get(s["adjust"])
+    names = list(dict.fromkeys(systems["estimator"]))
+    head = [
+        f"{systems['system'].nunique()} systems; "
+        + (f"estimator {names[0]}" if len(names) == 1 else "every estimator")
+        + f"; {RATE_WORDS.get(s['rates'], s['rates'])}; {level} intervals; γ = {s['gamma']:g}"
+        + (f", {adjusted[0]}" if adjusted else ""),
+        "pairs of a classical estimator: two-sided z-test of the difference of the estimates; "
+        "bayes: P(a's α > b's α)",
+    ]
+    if result.reading is not None:
+        head.insert(0, result.reading.summary())
+    lines = [*head, ""]
+    if len(names) == 1:
+        lines += _one_estimator(systems, level)
+    else:
+        lines += _estimator_grid(systems)
+    lines.append("")
+    for name in names:
+        mine = pairs[pairs["estimator"] == name]
+        testable = mine["diff_mean"].notna().sum()
+        lines.append(
+            f"{name}: {int(mine['significant'].sum()):,} of {len(mine):,} pairs significant"
+            + ("" if testable == len(mine) else f" ({len(mine) - testable:,} not testable)")
+        )
+    if len(names) == 1 and len(systems) <= LISTED_MAX_SYSTEMS:
+        for row in pairs.head(LISTED_PAIRS).itertuples():
+            if not np.isfinite(row.diff_mean):
+                continue
+            extra = f", {adjusted[1]} {row.p_adjusted:.3f}" if adjusted else ""
+            lines.append(
+                f"  {row.a} vs {row.b}: diff {signed(row.diff_mean, 3)}, p = {row.p_value:.3g}"
+                f"{extra}" + (" *" if row.significant else "")
+            )
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _one_estimator(systems: pd.DataFrame, level: str) -> list[str]:
+    width = max(6, *(len(str(n)) for n in systems["system"]))
+    out = [
+        f"{'system':<{width}}  {'estimate':>8}  {'se':>6}  {level + ' interval':>16}  "
+        f"{'outputs':>8}  {'human':>7}  {'paired':>7}  {'metric':>8}"
+    ]
+    for row in systems.itertuples():
+        counts = f"{row.n_outputs:>8,}  {row.n_human:>7,}  {row.n_paired:>7,}  {row.n_metric:>8,}"
+        if row.applicable:
+            numbers = (
+                f"{row.estimate:8.3f}  {row.se:6.3f}  "
+                f"{f'[{row.ci_low:.3f}, {row.ci_high:.3f}]':>16}"
+            )
+        else:
+            numbers = f"{'—':>8}  {'—':>6}  {'—':>16}"
+        out.append(
+            f"{row.system:<{width}}  {numbers}  {counts}"
+            + ("" if row.applicable else f"  does not apply: {row.reason}")
+        )
+    return out
+
+
+def _estimator_grid(systems: pd.DataFrame) -> list[str]:
+    """Systems (rows, in the first estimator's order) × estimators: estimate ± SE, or the
+    number of a reason listed below."""
+    names = list(dict.fromkeys(systems["estimator"]))
+    order = list(systems.loc[systems["estimator"] == names[0], "system"])
+    reasons: list[str] = []
+    cells = {}
+    for row in systems.itertuples():
+        if row.applicable:
+            cells[row.system, row.estimator] = f"{row.estimate:.3f} ± {row.se:.3f}"
+        else:
+            if row.reason not in reasons:
+                reasons.append(row.reason)
+            cells[row.system, row.estimator] = f"n/a ({reasons.index(row.reason) + 1})"
+    width = max(6, *(len(str(n)) for n in order))
+    widths = [max(len(n), 13) for n in names]
+    out = []
+    for first, row in [("system", names), *((s, [cells[s, n] for n in names]) for s in order)]:
+        padded = (c.rjust(w) for c, w in zip(row, widths, strict=True))
+        out.append("  ".join([f"{first:<{width}}", *padded]))
+    out += [f"n/a ({i + 1}): {reason}" for i, reason in enumerate(reasons)]
     return out
 
 

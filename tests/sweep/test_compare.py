@@ -447,6 +447,7 @@ def test_items_with_several_annotators_on_the_command_line(tmp_path, capsys):
         "labels\n"
     )
     assert captured.err == (
+        "sweep: ignored columns: 'annotator' (read: system, item, human, metric)\n"
         "sweep: --annotators majority: 3 items with several human labels took their majority "
         "(1 of them disagreeing)\n"
     )
@@ -456,7 +457,8 @@ def test_items_with_several_annotators_on_the_command_line(tmp_path, capsys):
     a = next(s for s in answer["systems"] if s["system"] == "A")
     assert (a["n_outputs"], a["n_human"], a["n_paired"], a["n_metric"]) == (3, 7, 5, 0)
     assert answer["settings"]["annotators"] == "all"
-    assert answer["read"]["several_human"] == 3 and len(answer["read"]["notes"]) == 1
+    assert answer["read"]["several_human"] == 3 and len(answer["read"]["notes"]) == 2
+    assert answer["read"]["ignored"] == ["annotator"]
     assert captured.err.count("--annotators all:") == 1
 
 

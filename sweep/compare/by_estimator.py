@@ -1,0 +1,201 @@
+"""Every estimator on the same real counts: each system's estimate, and each pair's z-test.
+
+::
+
+    counts = read_ratings("examples/arena_judge_gpt-4o-mini.csv").counts
+    systems = estimates_table(counts, ["human_only", "ppi_pp"], rates="per-system", level=0.9)
+    pairs = z_test_pairs(systems, gamma=0.05, adjust="holm")
+
+The classical estimators are :mod:`binmetric_sweep.kernels.estimators`' closed
+forms on each system's counts, as a sweep computes them on a replicate's. A
+system's human ratings are its set H, its paired ratings L and its
+metric-only ratings U. Under shared rates Rogan–Gladen takes ρ̂, η̂ from
+every system's paired ratings pooled, as ``bayes`` pools (ρ, η); the others
+have no rates to pool. The posterior (``bayes``) comes from
+:func:`~.analysis.compare_systems` and enters as rows of the same table.
+
+A pair of a classical estimator is tested by z = (â − b̂)/√(se_a² + se_b²),
+two-sided: the systems' estimates are independent under per-system rates;
+under shared rates Rogan–Gladen's share ρ̂, η̂, whose error moves both the
+same way, so the test counts that error twice and errs on the safe side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import NormalDist
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from binmetric_sweep.kernels import estimators as ke
+from binmetric_sweep.sweep.compare.analysis import (
+    ADJUST,
+    RATES,
+    Comparison,
+    benjamini_hochberg,
+    counts_of,
+    holm,
+)
+from binmetric_sweep.sweep.errors import SweepError
+
+__all__ = ["ESTIMATOR_CHOICES", "estimator_names", "estimates_table", "z_test_pairs"]
+
+#: What ``--estimator`` takes: an estimator's name, or ``all``.
+ESTIMATOR_CHOICES = (*ke.ESTIMATOR_NAMES, "all")
+_BY_NAME = {e.name: e for e in ke.CLASSICAL}
+#: The systems table's count columns, as :func:`~.analysis.ranked` names them.
+COUNTS = ("n_outputs", "n_human", "n_paired", "n_metric")
+
+
+def estimator_names(estimator: str) -> tuple[str, ...]:
+    """The estimators ``--estimator`` names (``all``: every one, ``bayes`` first)."""
+    if estimator == "all":
+        return ke.ESTIMATOR_NAMES
+    if estimator not in ke.ESTIMATOR_NAMES:
+        allowed = ", ".join(ESTIMATOR_CHOICES)
+        raise SweepError(f"--estimator: {estimator!r} is not an estimator; allowed: {allowed}")
+    return (estimator,)
+
+
+def estimates_table(
+    counts: pd.DataFrame,
+    names: Sequence[str],
+    *,
+    rates: str = "per-system",
+    level: float = 0.95,
+    posterior: Comparison | None = None,
+) -> pd.DataFrame:
+    """One row per (estimator, system): ``estimator``, ``system``, the counts, ``estimate``,
+    ``se``, ``ci_low``, ``ci_high`` at ``level``, ``applicable`` and ``reason`` ("" where
+    it applies; the numbers are NaN where it does not).
+
+    ``counts``: one row per system (:func:`~.ratings.read_ratings`). ``bayes``'s
+    rows come from ``posterior`` (its ``systems``), required when ``names``
+    holds it. Within an estimator, systems are ranked by its estimate, best
+    first, those it does not apply to last.
+    """
+    if rates not in RATES:
+        raise SweepError(f"--rates: {rates!r} is not a rate model; allowed: {', '.join(RATES)}")
+    jax.config.update("jax_enable_x64", True)
+    shown = _counts(counts)
+    frames = []
+    for name in names:
+        if name == "bayes":
+            if posterior is None:
+                raise ValueError("bayes's rows need the posterior's comparison")
+            s = posterior.systems
+            frame = pd.DataFrame(
+                {
+                    "system": s["system"].to_numpy(),
+                    "estimate": s["alpha_mean"].to_numpy(),
+                    "se": s["alpha_sd"].to_numpy(),
+                    "ci_low": s["ci_low"].to_numpy(),
+                    "ci_high": s["ci_high"].to_numpy(),
+                    "applicable": True,
+                    "reason": "",
+                }
+            )
+        else:
+            frame = _classical(counts, _BY_NAME[name], rates, level)
+        frame = frame.merge(shown, on="system", how="left", validate="one_to_one")
+        frame.insert(0, "estimator", name)
+        order = np.lexsort((-frame["estimate"].fillna(-np.inf).to_numpy(), ~frame["applicable"]))
+        frames.append(frame.iloc[order])
+    columns = ["estimator", "system", *COUNTS, "estimate", "se", "ci_low", "ci_high"]
+    table = pd.concat(frames, ignore_index=True)
+    return table[[*columns, "applicable", "reason"]]
+
+
+def _counts(counts: pd.DataFrame) -> pd.DataFrame:
+    """Each system's counts under the systems table's names."""
+    outputs = counts["n_outputs"] if "n_outputs" in counts else counts["n_phi"] + counts["n_m"]
+    return pd.DataFrame(
+        {
+            "system": counts["system"].to_numpy(),
+            "n_outputs": outputs.to_numpy(),
+            "n_human": counts["n_phi"].to_numpy(),
+            "n_paired": counts["n_rho_eta"].to_numpy(),
+            "n_metric": counts["n_m"].to_numpy(),
+        }
+    )
+
+
+def _classical(counts: pd.DataFrame, estimator, rates: str, level: float) -> pd.DataFrame:
+    """A classical estimator on each system's counts (pooled paired counts for Rogan–Gladen
+    under shared rates)."""
+    c = jax.tree.map(jnp.asarray, counts_of(counts))
+    if rates == "shared" and estimator.name == "rogan_gladen":
+        pooled = ("n_tp", "n_pos_paired", "n_tn", "n_neg_paired")
+        c = c._replace(**{f: jnp.full_like(getattr(c, f), jnp.sum(getattr(c, f))) for f in pooled})
+    e = estimator.estimate(c, float(level))
+    reason = np.asarray(e.reason)
+    return pd.DataFrame(
+        {
+            "system": counts["system"].to_numpy(),
+            "estimate": np.asarray(e.value),
+            "se": np.asarray(e.se),
+            "ci_low": np.asarray(e.ci_low),
+            "ci_high": np.asarray(e.ci_high),
+            "applicable": reason == ke.APPLIES,
+            "reason": [ke.REASONS[r] for r in reason],
+        }
+    )
+
+
+def z_test_pairs(estimates: pd.DataFrame, *, gamma: float, adjust: str) -> pd.DataFrame:
+    """Every pair of systems under each classical estimator of ``estimates``
+    (:func:`estimates_table`), ``a`` ranked above ``b``: ``diff_mean`` = â − b̂, ``se_diff``,
+    the two-sided z-test's ``p_value``, ``significant`` (``p_value`` ≤ γ, or with
+    ``adjust`` ``p_adjusted`` ≤ γ, adjusted over that estimator's testable pairs) and
+    ``eps``, z·se_diff at the level the pair is held to (as for ``bayes``). A pair with a
+    system the estimator does not apply to has NaN numbers and is not significant.
+    """
+    if adjust not in ADJUST:
+        raise SweepError(f"--adjust: {adjust!r} is not allowed; allowed: {', '.join(ADJUST)}")
+    frames = []
+    for name, group in estimates.groupby("estimator", sort=False):
+        if name == "bayes":
+            continue
+        a, b = np.triu_indices(len(group), k=1)
+        value, se = group["estimate"].to_numpy(), group["se"].to_numpy()
+        diff = value[a] - value[b]
+        se_diff = np.sqrt(se[a] ** 2 + se[b] ** 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.abs(diff) / se_diff
+        p_value = _two_sided(z)
+        testable = np.isfinite(p_value)
+        frame = pd.DataFrame(
+            {
+                "estimator": name,
+                "a": group["system"].to_numpy()[a],
+                "b": group["system"].to_numpy()[b],
+                "diff_mean": diff,
+                "se_diff": se_diff,
+                "p_value": p_value,
+                "significant": testable & (p_value <= gamma),
+            }
+        )
+        level = gamma
+        if adjust != "none":
+            adjusted = np.full(len(frame), np.nan)
+            method = holm if adjust == "holm" else benjamini_hochberg
+            adjusted[testable] = method(p_value[testable])
+            frame["p_adjusted"] = adjusted
+            frame["significant"] = testable & (adjusted <= gamma)
+            m, called = max(int(testable.sum()), 1), int(frame["significant"].sum())
+            level = gamma / m if adjust == "holm" else gamma * max(called, 1) / m
+        frame["eps"] = NormalDist().inv_cdf(1.0 - level / 2.0) * se_diff
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["estimator", "a", "b", "diff_mean", "se_diff", "p_value"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _two_sided(z: np.ndarray) -> np.ndarray:
+    """2·(1 − Φ(|z|)), vectorised through the complementary error function."""
+    from jax.scipy.special import erfc
+
+    return np.asarray(erfc(jnp.asarray(z) / np.sqrt(2.0)))

@@ -1,0 +1,117 @@
+"""``sweep compare --estimator``: each estimator on the same real counts, side by side."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from binmetric_sweep.sweep.cli import main
+from binmetric_sweep.sweep.compare import compare
+from binmetric_sweep.sweep.compare.report import comparison_text
+
+from .helpers import REPO
+
+EXAMPLE = REPO / "examples" / "ratings.csv"
+ARENA = REPO / "examples" / "arena_judge_gpt-4o-mini.csv"
+
+
+def test_a_classical_estimator_per_system_and_its_z_tests():
+    result = compare(EXAMPLE, estimator="human_only", level=0.9)
+    systems = result.systems
+    assert set(systems["estimator"]) == {"human_only"} and systems["applicable"].all()
+    counts = pd.read_csv(EXAMPLE).groupby("system")["human"].agg(["sum", "count"])
+    expected = (counts["sum"] / counts["count"]).loc[systems["system"]].to_numpy()
+    np.testing.assert_allclose(systems["estimate"], expected, rtol=1e-12)
+    assert systems["estimate"].is_monotonic_decreasing  # ranked by the estimator's estimate
+    pairs = result.pairs
+    assert len(pairs) == 6 and set(pairs["estimator"]) == {"human_only"}
+    for row in pairs.itertuples():
+        a, b = (systems.set_index("system").loc[x] for x in (row.a, row.b))
+        z = (a.estimate - b.estimate) / np.hypot(a.se, b.se)
+        assert row.diff_mean == pytest.approx(a.estimate - b.estimate, abs=1e-15)
+        assert row.p_value == pytest.approx(2 * stats.norm.sf(abs(z)), rel=1e-10)
+        assert row.significant == (row.p_value <= 0.05)
+        assert row.eps == pytest.approx(stats.norm.ppf(0.975) * row.se_diff, rel=1e-12)
+    assert result.settings["estimator"] == "human_only" and result.p_better is None
+
+
+def test_rogan_gladen_pools_the_rates_under_shared_rates():
+    counts = pd.read_csv(EXAMPLE)
+    pooled = compare(EXAMPLE, estimator="rogan_gladen", rates="shared").systems
+    alone = compare(EXAMPLE, estimator="rogan_gladen").systems
+    paired = counts.dropna(subset=["human", "metric"])
+    rho = ((paired.human == 1) & (paired.metric == 1)).sum() / (paired.human == 1).sum()
+    eta = ((paired.human == 0) & (paired.metric == 0)).sum() / (paired.human == 0).sum()
+    for name, group in counts[counts.human.isna()].groupby("system"):
+        p = group.metric.mean()
+        row = pooled.set_index("system").loc[name]
+        # Lee et al.'s smoothed plug-in: the point estimate is the plain one, clipped to [0, 1].
+        assert row.estimate == pytest.approx(np.clip((p + eta - 1) / (rho + eta - 1), 0, 1))
+    assert not np.allclose(pooled.set_index("system").estimate, alone.set_index("system").estimate)
+
+
+def test_every_estimator_side_by_side(tmp_path, capsys):
+    result = compare(EXAMPLE, estimator="all")
+    systems, pairs = result.systems, result.pairs
+    assert list(dict.fromkeys(systems["estimator"])) == [
+        "bayes", "human_only", "judge_only", "rogan_gladen", "ppi", "ppi_pp",
+    ]  # fmt: skip
+    bayes = compare(EXAMPLE)
+    mine = systems[systems["estimator"] == "bayes"]
+    np.testing.assert_array_equal(mine["estimate"], bayes.systems["alpha_mean"])
+    np.testing.assert_array_equal(
+        pairs[pairs.estimator == "bayes"]["p_a_better"], bayes.pairs["p_a_better"]
+    )
+    assert len(pairs) == 6 * 6 and result.settings["estimator"] == "all"
+    assert pairs.loc[pairs.estimator == "bayes", "p_value"].isna().all()
+    assert pairs.loc[pairs.estimator != "bayes", "p_a_better"].isna().all()
+    text = comparison_text(result)
+    assert "ppi_pp" in text and "bayes: " in text and "0.7" in text
+    # The same in --json and --out, an estimator field and column.
+    out = tmp_path / "out"
+    argv = ["compare", str(ARENA), "--estimator", "all", "--json", "--out", str(out)]
+    assert main(argv) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert {s["estimator"] for s in answer["systems"]} == set(systems["estimator"])
+    assert len(answer["pairs"]) == 6 * 3 and answer["settings"]["estimator"] == "all"
+    table = pq.read_table(out / "systems.parquet").to_pandas()
+    assert len(table) == 6 * 3 and "estimator" in table.columns
+
+
+def test_the_real_arena_file_reads_as_it_is(capsys):
+    """Extra columns are ignored and said once; an estimator that does not apply prints the
+    reason, not a number."""
+    assert main(["compare", str(ARENA), "--estimator", "all", "--level", "0.9"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "sweep: ignored columns: 'claude_position' (read: system, item, human, metric)\n"
+    )
+    assert "n/a (1): no metric-only ratings" in captured.out
+    assert "877 rows, 877 (system, item) outputs of 3 systems" in captured.out
+    assert main(["compare", str(ARENA), "--estimator", "judge_only"]) == 0
+    text = capsys.readouterr().out
+    assert text.count("does not apply: no metric-only ratings") == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--estimator", "ppii"],
+            "--estimator: 'ppii' is not an estimator; allowed: bayes, "
+            "human_only, judge_only, rogan_gladen, ppi, ppi_pp, all",
+        ),
+        (["--estimator", "ppi", "-o", "x.png"], "-o: draws the posterior's P matrix"),
+        (["--estimator", "all", "--cost-metric", "0.01"], "--cost-metric: plans the posterior"),
+    ],
+)
+def test_bad_estimator_options(argv, message, tmp_path, capsys):
+    assert main(["compare", str(EXAMPLE), *argv, "--out", str(tmp_path / "never")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sweep: error: ") and "\n" not in err and message in err, err
+    assert not (tmp_path / "never").exists()
