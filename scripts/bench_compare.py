@@ -16,13 +16,18 @@ present code's, each cut off at ``--timeout`` seconds; where both finish,
 their pair probabilities are compared (largest difference). The record is
 written to ``--out`` as ``compare-<device>-<time>.json``.
 
+With ``--estimators bayes all`` each ``--estimator`` is also run (present code
+only), and the record gives its warm time over ``bayes``'s (the target for
+``all``: at most 1.5 times, 100 systems × 10,000 ratings).
+
     python scripts/bench_compare.py [--sizes 1000x50 1000x1000] [--baseline REF]
-        [--timeout 300] [--out benchmarks/results]
+        [--estimators bayes all] [--timeout 300] [--out benchmarks/results]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import subprocess
 import sys
@@ -72,10 +77,14 @@ def ratings_file(path: Path, systems: int, ratings: int, seed: int) -> dict:
     return {"alpha": alpha.tolist(), "rho": rho, "eta": eta}
 
 
-def compare_run(version: Version, ratings: Path, rates: str, out: Path, cache: Path, timeout):
+def compare_run(
+    version: Version, ratings: Path, rates: str, estimator: str, out: Path, cache: Path, timeout
+):
     """One ``sweep compare`` in a fresh process: wall seconds and peak MB, or a timeout."""
     command = [sys.executable, "-m", "binmetric_sweep.sweep", "compare", str(ratings)]
     command += ["--rates", rates, "--out", str(out)]
+    if estimator != "bayes":  # the option is newer than some baselines
+        command += ["--estimator", estimator]
     env = version.env(BINMETRIC_SWEEP_COMPILE_CACHE=str(cache))
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
@@ -112,6 +121,12 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["1000x50", "1000x1000"], metavar="SxR")
     parser.add_argument("--rates", nargs="+", default=["per-system", "shared"])
+    parser.add_argument(
+        "--estimators",
+        nargs="+",
+        default=["bayes"],
+        help="--estimator values to run (each after bayes's runs, sharing its compile cache)",
+    )
     parser.add_argument("--baseline", metavar="REF", help="a git ref to run side by side")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     parser.add_argument("--seed", type=int, default=0)
@@ -134,30 +149,56 @@ def main(argv=None) -> None:
             systems, ratings = (int(v) for v in size.split("x"))
             path = tmp / f"ratings-{size}.parquet"
             ratings_file(path, systems, ratings, args.seed)
-            for rates in args.rates:
+            for rates, estimator in itertools.product(args.rates, args.estimators):
                 outs = {}
-                for version in versions:
+                for version in versions if estimator == "bayes" else versions[:1]:
                     cache = tmp / f"cache-{version.name}-{size}-{rates}"
                     row = {"version": version.name, "systems": systems, "ratings": ratings}
                     row |= {"pairs": systems * (systems - 1) // 2, "rates": rates}
+                    row["estimator"] = estimator
                     for phase in ("cold", "warm"):
-                        out = tmp / f"out-{version.name}-{size}-{rates}-{phase}"
-                        run = compare_run(version, path, rates, out, cache, args.timeout)
+                        name = f"{version.name}-{size}-{rates}-{estimator}-{phase}"
+                        run = compare_run(
+                            version, path, rates, estimator, tmp / name, cache, args.timeout
+                        )
                         row[phase] = run
                         print(
-                            f"{version.name} {size} {rates} {phase}: {run.get('wall_s')} s, "
-                            f"{run.get('peak_mb')} MB",
+                            f"{name}: {run.get('wall_s')} s, {run.get('peak_mb')} MB",
                             file=sys.stderr,
                         )
                         if run.get("wall_s") is None:
                             break  # a run that timed out cold is not repeated warm
                         if "failed" not in run:
-                            outs[version.name] = out
+                            outs[version.name] = tmp / name
                     record["runs"].append(row)
                 if len(outs) == 2:
                     record["runs"][-1]["largest_p_difference"] = largest_difference(*outs.values())
                 written = write_record(record, args.out, "compare-cpu", written)
+    record["estimator_ratios"] = _ratios(record["runs"])
+    written = write_record(record, args.out, "compare-cpu", written)
     print(written)
+
+
+def _ratios(runs: list[dict]) -> list[dict]:
+    """Each estimator's warm seconds over ``bayes``'s, the present code, same size and rates."""
+    present = [r for r in runs if r["version"] == "present" and r.get("warm", {}).get("wall_s")]
+    base = {
+        (r["systems"], r["ratings"], r["rates"]): r["warm"]["wall_s"]
+        for r in present
+        if r["estimator"] == "bayes"
+    }
+    return [
+        {
+            "systems": r["systems"],
+            "ratings": r["ratings"],
+            "rates": r["rates"],
+            "estimator": r["estimator"],
+            "warm_ratio_to_bayes": r["warm"]["wall_s"]
+            / base[r["systems"], r["ratings"], r["rates"]],
+        }
+        for r in present
+        if r["estimator"] != "bayes" and (r["systems"], r["ratings"], r["rates"]) in base
+    ]
 
 
 if __name__ == "__main__":
