@@ -20,10 +20,13 @@ systems"):
 A density of α is carried on Gauss–Legendre panels (:class:`PanelDensity`):
 its normalised masses at the nodes, and in each panel the Legendre series of
 the density through its nodes, whose antiderivative gives the CDF at any
-point. A probability P(A > B) = Σ_i m_A,i F_B(x_A,i) is summed over the
-nodes of the narrower of the two (where the other's CDF is smooth).
+point. The pairs are summed on one composite Gauss–Legendre rule common to
+all systems (:func:`grid_rule`), P(α_a > α_b) = Σ_g m_a,g F_b(x_g), for every
+pair at once as a matrix product (:func:`p_greater_matrix`,
+:func:`shared_p_greater`).
 
-One system or pair per call; callers ``jax.vmap``. Use float64.
+The densities are one system per call (callers ``jax.vmap``); the pair
+functions take every system at once. Use float64.
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ __all__ = [
     "density_cdf",
     "density_moments",
     "density_quantile",
-    "p_greater",
     "density_on_grid",
     "grid_rule",
     "p_greater_matrix",
@@ -303,19 +305,6 @@ def shared_p_greater(
     shape = (s, s) if pairs is None else pairs[0].shape
     out, _ = jax.lax.scan(per_node, jnp.zeros(shape, x.dtype), (rho, eta, log_weight))
     return out
-
-
-def p_greater(a: PanelDensity, b: PanelDensity) -> Array:
-    """P(A > B) for independent A ~ a, B ~ b, summed over the narrower density's nodes.
-
-    Over a's nodes P = Σ m_A F_B(x_A); over b's, P = 1 − Σ m_B F_A(x_B). The CDF
-    of the wider density is the smoother integrand.
-    """
-    swap = a.sd > b.sd
-    narrow = jax.tree.map(lambda u, v: jnp.where(swap, v, u), a, b)
-    wide = jax.tree.map(lambda u, v: jnp.where(swap, u, v), a, b)
-    below = jnp.sum(narrow.mass * density_cdf(wide, narrow.x))
-    return jnp.clip(jnp.where(swap, 1.0 - below, below), 0.0, 1.0)
 
 
 def conditional_log_density(alpha: Array, counts: Counts, rho: Array, eta: Array) -> Array:

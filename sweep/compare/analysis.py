@@ -57,9 +57,8 @@ SHARED_NODES, SHARED_CHECK_NODES, CHECK_TOLERANCE = 12, 8, 1e-4
 #: one call held 6.7 GB).
 DENSITY_CHUNK = 64
 #: The common rule of the pair probabilities: panels of 16 Gauss–Legendre nodes
-#: GRID_PANEL_SDS SDs of the narrowest density wide (their sums agree with the
-#: sums over each density's own 256 nodes to 1e-14: docs/performance.md),
-#: visited GRID_BLOCK panels at a time.
+#: GRID_PANEL_SDS SDs of the narrowest density wide, visited GRID_BLOCK panels at
+#: a time (why a common rule, and how close to the per-pair sums: docs/design.md).
 GRID_NODES, GRID_PANEL_SDS, GRID_BLOCK = 16, 2.0, 16
 #: Outer (ρ, η) nodes per compiled call of the shared model's pair probabilities
 #: (a call per chunk: progress between them).
