@@ -184,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="seed of the simulated campaigns, an integer >= 0 (default 0)",
     )
+    plan.add_argument(
+        "--estimator",
+        default="bayes",
+        metavar="NAME",
+        help="bayes (the default: the posterior), a classical estimator (human_only, "
+        "judge_only, rogan_gladen, ppi, ppi_pp: its closed-form SE), or all: one table, "
+        "each plan simulated with its own estimator",
+    )
     plan.add_argument("--json", action="store_true", help="one JSON object per scenario")
     _compare_parser(commands)
     plan.add_argument("-o", "--output", metavar="FILE.png", help="draw the frontier (needs --eps)")
@@ -391,6 +399,8 @@ def _plan(args) -> int:
 
     given = {f: getattr(args, f) for f in PLAN_FIELDS if getattr(args, f) is not None}
     if args.grid is not None:
+        if args.estimator != "bayes":
+            raise SweepError("--estimator: plans one scenario given by flags, not --grid")
         flags = [f"--{f.replace('_', '-')}" for f in given] + ["-o"] * bool(args.output)
         if flags:
             raise SweepError(
@@ -402,6 +412,21 @@ def _plan(args) -> int:
     for required in ("alpha", "rho", "eta", "cost_metric"):
         if required not in given:
             raise SweepError(f"--{required.replace('_', '-')}: required (or give --grid PLAN.yaml)")
+    from binmetric_sweep.sweep.estimates import estimator_names
+
+    names = estimator_names(args.estimator)
+    if names != ("bayes",):
+        if args.output:
+            raise SweepError(
+                f"-o: draws the posterior's frontier; not with --estimator {args.estimator}"
+            )
+        from binmetric_sweep.sweep.plan import plan_estimators
+        from binmetric_sweep.sweep.plan.report import estimators_json, estimators_text
+
+        spec = flag_spec(given)
+        rows = plan_estimators(spec, names, replicates=args.replicates, seed=args.seed)
+        print(estimators_json(rows) if args.json else estimators_text(rows, spec))
+        return 0 if all(r["reachable"] or r["reason"] for r in rows) else UNREACHABLE_STATUS
     if args.output:
         if "eps" not in given:
             raise SweepError("-o: the frontier needs a target --eps")
@@ -416,14 +441,14 @@ def _plan(args) -> int:
 
 def _compare(args) -> None:
     from binmetric_sweep.sweep.compare import compare
-
-    # Everything that can be refused is refused before the analysis runs.
-    from binmetric_sweep.sweep.compare.by_estimator import estimator_names
     from binmetric_sweep.sweep.compare.report import (
         comparison_json,
         comparison_text,
         write_tables,
     )
+
+    # Everything that can be refused is refused before the analysis runs.
+    from binmetric_sweep.sweep.estimates import estimator_names
     from binmetric_sweep.sweep.paths import check_out_dir
 
     if estimator_names(args.estimator) != ("bayes",) and args.output:

@@ -14,11 +14,25 @@ import jax
 import numpy as np
 
 from binmetric_sweep.kernels.counts import Counts
-from binmetric_sweep.kernels.estimators import Estimate
+from binmetric_sweep.kernels.estimators import ESTIMATOR_NAMES, Estimate
+from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.programs import estimators_program
 from binmetric_sweep.sweep.schedule import Schedule
 
-__all__ = ["estimate_lanes"]
+__all__ = ["ESTIMATOR_CHOICES", "estimate_lanes", "estimator_names"]
+
+#: What ``--estimator`` (``sweep compare``, ``sweep plan``) takes: a name, or ``all``.
+ESTIMATOR_CHOICES = (*ESTIMATOR_NAMES, "all")
+
+
+def estimator_names(estimator: str) -> tuple[str, ...]:
+    """The estimators ``--estimator`` names (``all``: every one, ``bayes`` first)."""
+    if estimator == "all":
+        return ESTIMATOR_NAMES
+    if estimator not in ESTIMATOR_NAMES:
+        allowed = ", ".join(ESTIMATOR_CHOICES)
+        raise SweepError(f"--estimator: {estimator!r} is not an estimator; allowed: {allowed}")
+    return (estimator,)
 
 
 def estimate_lanes(

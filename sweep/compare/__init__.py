@@ -15,10 +15,10 @@ from dataclasses import replace
 import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, _check_options, compare_systems
-from binmetric_sweep.sweep.compare.by_estimator import estimator_names
 from binmetric_sweep.sweep.compare.ratings import counts_from_ratings, counts_table, read_ratings
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.estimates import estimator_names
 
 __all__ = ["Comparison", "compare"]
 

@@ -41,23 +41,11 @@ from binmetric_sweep.sweep.compare.analysis import (
 )
 from binmetric_sweep.sweep.errors import SweepError
 
-__all__ = ["ESTIMATOR_CHOICES", "estimator_names", "estimates_table", "z_test_pairs"]
+__all__ = ["estimates_table", "z_test_pairs"]
 
-#: What ``--estimator`` takes: an estimator's name, or ``all``.
-ESTIMATOR_CHOICES = (*ke.ESTIMATOR_NAMES, "all")
 _BY_NAME = {e.name: e for e in ke.CLASSICAL}
 #: The systems table's count columns, as :func:`~.analysis.ranked` names them.
 COUNTS = ("n_outputs", "n_human", "n_paired", "n_metric")
-
-
-def estimator_names(estimator: str) -> tuple[str, ...]:
-    """The estimators ``--estimator`` names (``all``: every one, ``bayes`` first)."""
-    if estimator == "all":
-        return ke.ESTIMATOR_NAMES
-    if estimator not in ke.ESTIMATOR_NAMES:
-        allowed = ", ".join(ESTIMATOR_CHOICES)
-        raise SweepError(f"--estimator: {estimator!r} is not an estimator; allowed: {allowed}")
-    return (estimator,)
 
 
 def estimates_table(

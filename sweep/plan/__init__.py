@@ -61,7 +61,7 @@ at α give the type-I error rate. ε is the target (budget mode: the plan's ε).
 
 from binmetric_sweep.sweep.plan.exact import exact_eps
 from binmetric_sweep.sweep.plan.figure import plot_frontier
-from binmetric_sweep.sweep.plan.planner import plan, plan_grid
+from binmetric_sweep.sweep.plan.planner import plan, plan_estimators, plan_grid
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, relaxed_sd, solve_relaxed
 from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan, plan_table, plans_json
 from binmetric_sweep.sweep.plan.simulate import simulate_tests
@@ -75,6 +75,7 @@ from binmetric_sweep.sweep.plan.spec import (
 )
 
 __all__ = [
+    "plan_estimators",
     "UNLIMITED",
     "PlanSpec",
     "Problems",

@@ -144,9 +144,11 @@ def plan(
     seed: int = 0,
     frontier: bool = True,
     chunk_size: int | None = None,
-) -> Plan:
+    estimator: str = "bayes",
+) -> Plan | list[dict]:
     """The plan for one scenario (see :mod:`binmetric_sweep.sweep.plan`); ``sweep plan`` on the
-    command line.
+    command line. With ``estimator`` another than "bayes" (a classical one, or "all"), the
+    rows of :func:`plan_estimators` instead.
 
     ::
 
@@ -169,6 +171,72 @@ def plan(
         n_rho_eta=n_rho_eta,
     )
     spec = _spec(fields)
+    if estimator != "bayes":
+        from binmetric_sweep.sweep.estimates import estimator_names
+
+        return plan_estimators(spec, estimator_names(estimator), replicates=replicates, seed=seed)
     return plan_grid(
         [spec], replicates=replicates, seed=seed, frontier=frontier, chunk_size=chunk_size
     )[0]
+
+
+#: How far (in Monte Carlo SEs) a simulated power or type-I rate may miss its promise
+#: before a plan is said not to hold.
+HOLDS_MCSE = 2.0
+
+
+def plan_estimators(
+    spec: PlanSpec | dict,
+    names: Iterable[str],
+    *,
+    replicates: int = 400,
+    seed: int = 0,
+) -> list[dict]:
+    """The plan of one scenario under each estimator of ``names``, each checked by simulated
+    campaigns of that estimator, one dict per estimator.
+
+    ``bayes``: :func:`plan_grid`'s plan; a classical estimator:
+    :func:`~.classical.classical_plan` (its closed-form SE). Each dict has
+    ``estimator``, ``n_phi``, ``n_m``, ``cost``, ``eps``, ``reachable``,
+    ``reason`` ("" where it applies), the simulated ``power``, ``type1_rate``
+    and their MCSEs, ``holds`` (type-I rate ≤ γ and power ≥ the promised, each
+    within :data:`HOLDS_MCSE` MCSEs) and ``best``: the cheapest plan that
+    holds (in budget mode, the least ε).
+    """
+    from binmetric_sweep.sweep.plan.classical import classical_plan
+
+    jax.config.update("jax_enable_x64", True)
+    use_compilation_cache(DEFAULT, strict=False)
+    spec = _spec(spec)
+    rows = []
+    for name in names:
+        if name == "bayes":
+            p = plan_grid([spec], replicates=replicates, seed=seed)[0]
+            row = {"estimator": name, "n_phi": p.n_phi, "n_m": p.n_m, "cost": p.cost}
+            row |= {"eps": p.eps, "reachable": p.reachable, "reason": ""}
+            checks = (p.empirical_power, p.empirical_power_mcse, p.type1_rate, p.type1_mcse)
+        else:
+            c = classical_plan(name, spec)
+            row = c._asdict()
+            checks = (math.nan,) * 4
+            if not c.reason and replicates:
+                tested = spec.eps if spec.eps is not None and c.reachable else c.eps
+                found = simulate_tests(
+                    [spec], [c.n_phi], [c.n_m], [tested], replicates, seed, estimator=name
+                )
+                checks = tuple(float(v[0]) for v in found)
+        power, power_se, type1, type1_se = checks
+        row |= {"power": power, "power_mcse": power_se, "type1_rate": type1}
+        row["type1_mcse"] = type1_se
+        row["holds"] = bool(
+            not row["reason"]
+            and type1 <= spec.gamma + HOLDS_MCSE * type1_se
+            and power >= spec.power - HOLDS_MCSE * power_se
+        )
+        rows.append(row)
+    held = [r for r in rows if r["holds"] and r["reachable"]]
+    key = "cost" if spec.eps is not None else "eps"
+    best = min(held, key=lambda r: r[key])["estimator"] if held else None
+    for row in rows:
+        row["best"] = row["estimator"] == best
+    return rows

@@ -185,3 +185,51 @@ def plan_table(plans: Sequence[Plan]) -> str:
 def plans_json(plans: Sequence[Plan]) -> str:
     """One JSON object per line."""
     return "\n".join(json.dumps(pl.as_dict(), ensure_ascii=False) for pl in plans)
+
+
+def estimators_text(rows: Sequence[dict], spec) -> str:
+    """:func:`~.planner.plan_estimators`' rows as a table, an estimator a row, and which is
+    cheapest (budget mode: the least ε) among those whose simulated promise holds."""
+    target = f"ε = {spec.eps:g}" if spec.eps is not None else f"budget {spec.budget:,g}"
+    lines = [
+        f"plans for α = {spec.alpha:g}, ρ = {spec.rho:g}, η = {spec.eta:g}, {target} "
+        f"(γ = {spec.gamma:g}, power {spec.power:g}; a human rating {spec.cost_human:g}, a "
+        f"metric rating {spec.cost_metric:g}); each simulated with its own estimator:",
+        f"{'estimator':<13}{'N_Φ':>9}{'N_M':>12}{'cost':>13}{'ε':>9}"
+        f"{'power':>16}{'type-I rate':>16}  holds",
+    ]
+    for r in rows:
+        if r["reason"]:
+            lines.append(f"{r['estimator']:<13}  does not apply: {r['reason']}")
+            continue
+        sim = (
+            f"{r['power']:.3f} ± {r['power_mcse']:.3f}".rjust(16)
+            + f"{r['type1_rate']:.3f} ± {r['type1_mcse']:.3f}".rjust(16)
+            if math.isfinite(r["power"])
+            else f"{'—':>16}{'—':>16}"
+        )
+        mark = "yes" if r["holds"] else "no"
+        lines.append(
+            f"{r['estimator']:<13}{r['n_phi']:>9,}{r['n_m']:>12,}{r['cost']:>13,.2f}"
+            f"{r['eps']:>9.5f}{sim}  {mark}" + ("" if r["reachable"] else "  (target unmet)")
+        )
+    best = next((r for r in rows if r["best"]), None)
+    what = "cheapest" if spec.eps is not None else "least ε"
+    lines.append(
+        f"{what} among those whose simulated power and type-I rate hold: "
+        + (
+            f"{best['estimator']} (cost {best['cost']:,.2f}, ε = {best['eps']:.5f})"
+            if best
+            else "none"
+        )
+    )
+    return "\n".join(lines)
+
+
+def estimators_json(rows: Sequence[dict]) -> str:
+    """:func:`~.planner.plan_estimators`' rows as a JSON list (null for a number not computed)."""
+
+    def value(v):
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return json.dumps([{k: value(v) for k, v in row.items()} for row in rows])

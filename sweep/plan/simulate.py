@@ -29,14 +29,16 @@ def simulate_tests(
     seed: int = 0,
     *,
     chunk_size: int | None = None,
+    estimator: str = "bayes",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Empirical power and type-I rate of the two-sided z-test at the planned sizes.
 
     For each scenario, R campaigns each of three systems at the same sizes:
     α, α + ε (α − ε where α + ε > 1) and a second one at α; sampled counts
     (:func:`kernels.counts.draw_counts`, each lane keyed by scenario, system
-    and replicate), quadrature posteriors; z = (m₁ − m₂)/√(s₁² + s₂²) rejects
-    when |z| > z₁₋γ/₂. Power: α vs α ± ε; type I: α vs α.
+    and replicate), quadrature posteriors (or, with ``estimator``, a classical
+    estimator's estimates and SEs on the same counts); z = (m₁ − m₂)/√(s₁² +
+    s₂²) rejects when |z| > z₁₋γ/₂. Power: α vs α ± ε; type I: α vs α.
 
     Args:
         specs: S scenarios.
@@ -74,9 +76,16 @@ def simulate_tests(
     keys = lane_keys(seed, lane_words, replicate)
     designs = _designs(p, index, np.asarray(n_phi)[index], np.asarray(n_m)[index], lane_alpha)
     counts = _first(lane_counts(designs, keys, "sampled"), k)
-    fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule_for(chunk_size=chunk_size))
-    mean = np.asarray(fits.post_mean).reshape(s, 3, r)
-    sd = np.asarray(fits.post_sd).reshape(s, 3, r)
+    if estimator == "bayes":
+        schedule = schedule_for(chunk_size=chunk_size)
+        fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule)
+        mean, sd = np.asarray(fits.post_mean), np.asarray(fits.post_sd)
+    else:
+        from binmetric_sweep.kernels.estimators import CLASSICAL
+
+        found = next(e for e in CLASSICAL if e.name == estimator).estimate(counts, 0.95)
+        mean, sd = np.asarray(found.value), np.asarray(found.se)
+    mean, sd = mean.reshape(s, 3, r), sd.reshape(s, 3, r)
     crit = np.array([NormalDist().inv_cdf(1.0 - 0.5 * spec.gamma) for spec in specs])[:, None]
 
     def rate(other: int):
