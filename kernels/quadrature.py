@@ -209,9 +209,8 @@ def posterior_inputs(counts: Counts) -> np.ndarray:
 #: Multiples of the scale at which a window's edge is probed: finely up to 16
 #: (a Gaussian falls by 30 at 7.7 scales), then by doubling. Every rung is one
 #: more evaluation of the log-integrand (the s rule, at every t node, had a
-#: quarter of its time in it until :func:`_tangent_window`): a 12-rung ladder
-#: (with 1.5, 24 and 48) was 15 % slower and no more accurate
-#: (scripts/quadrature_accuracy.py).
+#: quarter of its time in it until :func:`_tangent_window`): more rungs cost
+#: time and gained no accuracy (scripts/quadrature_accuracy.py; docs/performance.md).
 _LADDER = np.array([2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0])
 #: Where the t rule and the α rules of the one-dimensional kinds split body
 #: from tails: a fall of 4 in the log (density e^−4 of its peak). Without it a
@@ -532,8 +531,8 @@ def _alpha_placement(counts: Counts, kind: str):
 
 
 #: Safeguarded Newton steps of :func:`_quantile` (bisection where Newton leaves
-#: the bracket), in place of 60 bisections, which cost 30 % of the middle rule's
-#: time with s exact. 12 steps reach the bisections' answer to 7e-16 on the
+#: the bracket), in place of 60 bisections, which were a large share of the
+#: middle rule's time (docs/performance.md). 12 steps reach the bisections' answer to 7e-16 on the
 #: benchmark's lanes that the middle rule takes and on full_model_lanes(300, 21);
 #: 8 do not (1.5e-10). See docs/performance.md.
 _PANEL_QUANTILE_STEPS = 16

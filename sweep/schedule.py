@@ -68,8 +68,8 @@ CPU_RULE_SLICES: Mapping[str, int] = MappingProxyType(
     {"hermite_alpha_t": 4, "t_outer": 16, "hermite_t": 8, "nested": 4}
 )
 #: On CPU a NUTS call takes up to this many chains (a power of two of fits): the
-#: queue its slots work through. One program per coordinates, each tens of
-#: seconds to compile; the padding never runs.
+#: queue its slots work through. One program per coordinates, each dear to
+#: compile (docs/performance.md); the padding never runs.
 CPU_NUTS_CALL_CHAINS = 512
 #: On CPU a leapfrog-loop NUTS call advances this many chains at once, each slot
 #: taking the queue's next chain when its own is done
