@@ -36,11 +36,13 @@ __all__ = [
     "RATES",
     "ADJUST",
     "Comparison",
+    "adjusted_tests",
     "benjamini_hochberg",
     "compare_systems",
     "counts_of",
     "holm",
     "pair_table",
+    "system_counts",
 ]
 
 RATES = ("per-system", "shared")
@@ -53,8 +55,8 @@ PANELS, NODES, WIDTH = 16, 16, 12.0
 #: rule it is checked against (a warning names what moved by more than CHECK_TOLERANCE).
 SHARED_NODES, SHARED_CHECK_NODES, CHECK_TOLERANCE = 12, 8, 1e-4
 #: Systems per compiled call of their α-densities: the full model's nested rule
-#: at every node of every system of a call is held at once (1,024 systems in
-#: one call held 6.7 GB).
+#: at every node of every system of a call is held at once, so the call's size
+#: bounds the memory (docs/performance.md, "sweep compare").
 DENSITY_CHUNK = 64
 #: The common rule of the pair probabilities: panels of 16 Gauss–Legendre nodes
 #: GRID_PANEL_SDS SDs of the narrowest density wide, visited GRID_BLOCK panels at
@@ -206,35 +208,43 @@ def ranked(
     """The systems table, best first, and ``p_better`` in that order.
 
     ``posterior``: each system's α mean, SD and interval ends, in ``counts``' order;
-    ``n_outputs`` comes from ``counts`` (:func:`~.ratings.read_ratings`), or is
-    N_Φ + N_M for a bare counts table;
+    the counts as :func:`system_counts` names them;
     ``rho_mean``, ``eta_mean`` are its paired ratings' Beta means, pooled under
     shared rates (:func:`rate_means`).
     """
     mean, sd, low, high = posterior
     r_mean, e_mean = rate_means(counts_of(counts), rates)
     order = np.argsort(-mean, kind="stable")
-    if "n_outputs" in counts.columns:
-        outputs = counts["n_outputs"].to_numpy()
-    else:  # a counts table: each output rated once, by a human or by the metric alone
-        outputs = (counts["n_phi"] + counts["n_m"]).to_numpy()
-    systems = pd.DataFrame(
-        {
-            "system": counts["system"].to_numpy()[order],
-            "n_outputs": outputs[order],
-            "n_human": counts["n_phi"].to_numpy()[order],
-            "n_paired": counts["n_rho_eta"].to_numpy()[order],
-            "n_metric": counts["n_m"].to_numpy()[order],
-            "alpha_mean": mean[order],
-            "alpha_sd": sd[order],
-            "ci_low": low[order],
-            "ci_high": high[order],
-            "rho_mean": r_mean[order],
-            "eta_mean": e_mean[order],
-        }
+    systems = system_counts(counts).iloc[order].reset_index(drop=True)
+    systems = systems.assign(
+        alpha_mean=mean[order],
+        alpha_sd=sd[order],
+        ci_low=low[order],
+        ci_high=high[order],
+        rho_mean=r_mean[order],
+        eta_mean=e_mean[order],
     )
     # Quadrature sums can pass 1 (or 0) by a few ulps; a probability is shown in [0, 1].
     return systems, np.clip(p_better[np.ix_(order, order)], 0.0, 1.0)
+
+
+def system_counts(counts: pd.DataFrame) -> pd.DataFrame:
+    """Each system's counts as the systems tables name them: ``system``, ``n_outputs`` (from
+    :func:`~.ratings.read_ratings`; for a bare counts table N_Φ + N_M, each output rated
+    once), ``n_human`` (N_Φ), ``n_paired`` (N_ρη), ``n_metric`` (N_M)."""
+    if "n_outputs" in counts.columns:
+        outputs = counts["n_outputs"].to_numpy()
+    else:
+        outputs = (counts["n_phi"] + counts["n_m"]).to_numpy()
+    return pd.DataFrame(
+        {
+            "system": counts["system"].to_numpy(),
+            "n_outputs": outputs,
+            "n_human": counts["n_phi"].to_numpy(),
+            "n_paired": counts["n_rho_eta"].to_numpy(),
+            "n_metric": counts["n_m"].to_numpy(),
+        }
+    )
 
 
 def _check_options(rates, gamma, level, adjust) -> None:
@@ -278,15 +288,23 @@ def pair_table(
     level = gamma
     if adjust != "none":
         tail = np.minimum(1.0, 2.0 * np.minimum(p, 1.0 - p))
-        adjusted = holm(tail) if adjust == "holm" else benjamini_hochberg(tail)
-        pairs["p_adjusted"] = adjusted
-        pairs["significant"] = adjusted <= gamma
-        m = max(len(p), 1)
-        called = int(pairs["significant"].sum())
-        level = gamma / m if adjust == "holm" else gamma * max(called, 1) / m
+        pairs["p_adjusted"], pairs["significant"], level = adjusted_tests(tail, gamma, adjust)
     z = NormalDist().inv_cdf(1.0 - level / 2.0)
     pairs.insert(4, "eps", z * np.sqrt(sd[a] ** 2 + sd[b] ** 2))
     return pairs
+
+
+def adjusted_tests(p_values: np.ndarray, gamma: float, adjust: str):
+    """Holm's ("holm") or Benjamini–Hochberg's ("bh") adjusted ``p_values`` over the pairs
+    that can be tested (finite; the others NaN and not significant), whether each is ≤ γ,
+    and the level a pair is held to: γ/m for Holm (m pairs tested), γ·R/m for BH (R
+    called, at least 1)."""
+    tested = np.isfinite(p_values)
+    out = np.full(len(p_values), np.nan)
+    out[tested] = (holm if adjust == "holm" else benjamini_hochberg)(p_values[tested])
+    significant = tested & (out <= gamma)
+    m, called = max(int(tested.sum()), 1), max(int(significant.sum()), 1)
+    return out, significant, gamma / m if adjust == "holm" else gamma * called / m
 
 
 def holm(p: np.ndarray) -> np.ndarray:

@@ -35,16 +35,16 @@ from binmetric_sweep.sweep.compare.analysis import (
     ADJUST,
     RATES,
     Comparison,
-    benjamini_hochberg,
+    adjusted_tests,
     counts_of,
-    holm,
+    system_counts,
 )
 from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = ["estimates_table", "z_test_pairs"]
 
 _BY_NAME = {e.name: e for e in ke.CLASSICAL}
-#: The systems table's count columns, as :func:`~.analysis.ranked` names them.
+#: The systems table's count columns (:func:`~.analysis.system_counts`).
 COUNTS = ("n_outputs", "n_human", "n_paired", "n_metric")
 
 
@@ -68,7 +68,7 @@ def estimates_table(
     if rates not in RATES:
         raise SweepError(f"--rates: {rates!r} is not a rate model; allowed: {', '.join(RATES)}")
     jax.config.update("jax_enable_x64", True)
-    shown = _counts(counts)
+    shown = system_counts(counts)
     frames = []
     for name in names:
         if name == "bayes":
@@ -95,20 +95,6 @@ def estimates_table(
     columns = ["estimator", "system", *COUNTS, "estimate", "se", "ci_low", "ci_high"]
     table = pd.concat(frames, ignore_index=True)
     return table[[*columns, "applicable", "reason"]]
-
-
-def _counts(counts: pd.DataFrame) -> pd.DataFrame:
-    """Each system's counts under the systems table's names."""
-    outputs = counts["n_outputs"] if "n_outputs" in counts else counts["n_phi"] + counts["n_m"]
-    return pd.DataFrame(
-        {
-            "system": counts["system"].to_numpy(),
-            "n_outputs": outputs.to_numpy(),
-            "n_human": counts["n_phi"].to_numpy(),
-            "n_paired": counts["n_rho_eta"].to_numpy(),
-            "n_metric": counts["n_m"].to_numpy(),
-        }
-    )
 
 
 def _classical(counts: pd.DataFrame, estimator, rates: str, level: float) -> pd.DataFrame:
@@ -168,13 +154,9 @@ def z_test_pairs(estimates: pd.DataFrame, *, gamma: float, adjust: str) -> pd.Da
         )
         level = gamma
         if adjust != "none":
-            adjusted = np.full(len(frame), np.nan)
-            method = holm if adjust == "holm" else benjamini_hochberg
-            adjusted[testable] = method(p_value[testable])
-            frame["p_adjusted"] = adjusted
-            frame["significant"] = testable & (adjusted <= gamma)
-            m, called = max(int(testable.sum()), 1), int(frame["significant"].sum())
-            level = gamma / m if adjust == "holm" else gamma * max(called, 1) / m
+            frame["p_adjusted"], frame["significant"], level = adjusted_tests(
+                p_value, gamma, adjust
+            )
         frame["eps"] = NormalDist().inv_cdf(1.0 - level / 2.0) * se_diff
         frames.append(frame)
     if not frames:
