@@ -15,7 +15,7 @@ from dataclasses import replace
 import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, _check_options, compare_systems
-from binmetric_sweep.sweep.compare.ratings import counts_from_ratings, counts_table, read_ratings
+from binmetric_sweep.sweep.compare.ratings import ratings_from_frame, read_ratings
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.estimates import estimator_names
@@ -52,9 +52,11 @@ def compare(
     :func:`~.sampled.compare_by_nuts`, with ``seed``). With ``cost_metric``, the
     pairs not significant also get the cheapest ratings that would make them so
     (:func:`~.next_ratings.next_ratings`). ``annotators`` and ``judges`` say how
-    several human or metric labels of one item are combined ("refuse",
-    "majority" or "all"; :mod:`~.ratings`); the result's ``reading`` says what
-    was read. ``progress`` shows the quadrature's stages on standard error.
+    several human or metric labels of one item are combined ("refuse" or
+    "majority"; :mod:`~.ratings`); the result's ``reading`` says what was read.
+    A DataFrame is read as a file of its columns would be, layout and messages
+    alike (:func:`~.ratings.ratings_from_frame`). ``progress`` shows the quadrature's
+    stages on standard error.
 
     ``estimator`` other than "bayes" (a classical one, or "all") gives, in
     place of the posterior's tables, one row per (estimator, system) and one
@@ -67,10 +69,8 @@ def compare(
     # Compiled programs kept for the next run, as ``sweep run`` keeps them.
     use_compilation_cache(DEFAULT, strict=False)
     rules = {"annotators": annotators, "judges": judges}
-    if isinstance(ratings, pd.DataFrame) and {"human", "metric"} <= set(ratings.columns):
-        counts, reading = counts_from_ratings(ratings, "ratings", **rules)
-    elif isinstance(ratings, pd.DataFrame):
-        counts, reading = counts_table(ratings, "counts", **rules)
+    if isinstance(ratings, pd.DataFrame):
+        counts, reading = ratings_from_frame(ratings, **rules)
     else:
         counts, reading = read_ratings(ratings, **rules)
     names = estimator_names(estimator)

@@ -18,19 +18,24 @@ Two layouts are accepted, as CSV (``.csv``; ``.tsv`` with tabs), Parquet
 Both come out as one row per system: ``system``, :data:`COUNT_COLUMNS` and
 ``n_outputs``, with a :class:`Reading` that says what was read and combined.
 
-**Several labels of one output** (annotators; several judge runs): an item
-with more than one human label is combined by the rule ``annotators``:
+**Several labels of one output** (annotators; several judges or judge runs):
+an item with more than one human label is combined by the rule ``annotators``:
 
 - ``refuse`` (the default): an error naming the first such item and its labels;
-- ``majority``: the label most of them give; a tie is refused the same way;
-- ``all``: each label is a separate human rating (what a file without
-  ``item`` gives for the same rows); a :class:`Reading` note says so.
+- ``majority``: the label most of them give; a tie is refused the same way.
 
-Several metric labels are combined by ``judges`` in the same way. With
-``all``, an item's single label on the other side pairs with each of the
-several (each such pair a paired rating, as rows holding both labels would
-be); an item with several labels on both sides cannot be paired that way and
-is refused.
+Several metric labels are combined by ``judges`` in the same way. There is
+no rule that counts each label as a rating of its own: the labels of one item
+share one truth, so they are not independent ratings, and counting them as
+such would make every interval too narrow (an item's one human label would
+count once per judge label). Several judges need a model of their own (a
+later version's categorical multi-judge model); until then, ``majority``.
+
+**Rows without a label** (a judge that returned no pick, an item nobody
+rated) are not outputs: they are skipped and counted (:attr:`Reading.unlabelled`,
+said in the header), as is an item none of whose rows has a label. A system
+whose rows are all unlabelled is not compared, and a note names it. A file
+in which no row has a label is refused.
 
 Decisions, for a reader who wants to know exactly what was counted:
 
@@ -59,7 +64,12 @@ Decisions, for a reader who wants to know exactly what was counted:
   blank lines, row n is line n + 1; blank lines are not records).
 - A system appears in a ratings table only through rows that carry a label,
   so it always has ratings; in a counts table a system with N_Φ = N_M = 0
-  (hence no paired ratings either) is refused.
+  (hence no paired ratings either) is refused. Names are checked on every
+  row, labelled or not: a blank system is an error wherever it is.
+- **The layout** follows the columns, for a file and a DataFrame alike
+  (:func:`ratings_from_frame`): ``human`` or ``metric`` make a ratings table
+  (and then both are required), a count column a counts table; a table with
+  neither is refused naming both layouts.
 
 Every refusal is a one-line :class:`SweepError` naming the file and, where it
 applies, the row and the column; the first bad row is reported. A file that
@@ -99,6 +109,7 @@ __all__ = [
     "check_counts",
     "counts_from_ratings",
     "counts_table",
+    "ratings_from_frame",
     "read_ratings",
 ]
 
@@ -109,7 +120,12 @@ COUNT_COLUMNS = ("n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn", 
 #: The label columns of a ratings table.
 LABEL_COLUMNS = ("human", "metric")
 #: How several labels of one output are combined (``--annotators``, ``--judges``).
-COMBINE = ("refuse", "majority", "all")
+COMBINE = ("refuse", "majority")
+#: Why no rule counts each of several labels of one item as a rating of its own.
+_NOT_INDEPENDENT = (
+    "the labels of one item share one truth, so counting each as its own output makes the "
+    "intervals too narrow"
+)
 
 _RATINGS_LAYOUT = (
     "a ratings table has columns system, human, metric and optionally item (others are ignored)"
@@ -168,16 +184,20 @@ class Reading:
     Attributes:
         source: the file as named, or "ratings" / "counts" for a DataFrame.
         layout: "ratings" (one row per label set) or "counts" (one row per system).
-        rows: records read.
-        systems: systems found.
-        outputs: rated outputs: rows, or (system, item) pairs with ``by_item``;
-            for a counts table, N_Φ + N_M summed over systems.
+        rows: records read, unlabelled ones included.
+        systems: systems found (those with a label).
+        outputs: rated outputs: labelled rows, or (system, item) pairs with a label with
+            ``by_item``; for a counts table, N_Φ + N_M summed over systems.
         by_item: whether an output is a (system, item) (the file has ``item``).
         human_labels, metric_labels: labels read.
         annotators, judges: the rules that combined several labels of one output.
         several_human, several_metric: outputs with more than one label of that kind.
         split_human, split_metric: those of them whose labels disagree.
         ignored: the file's other columns, not read.
+        unlabelled: rows with neither a human nor a metric label, skipped.
+        unlabelled_items: with ``by_item``, (system, item) pairs none of whose rows has a
+            label: not outputs.
+        unrated_systems: systems all of whose rows are unlabelled: not compared.
     """
 
     source: str
@@ -195,6 +215,9 @@ class Reading:
     split_human: int = 0
     split_metric: int = 0
     ignored: tuple[str, ...] = ()
+    unlabelled: int = 0
+    unlabelled_items: int = 0
+    unrated_systems: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -204,11 +227,21 @@ class Reading:
         if self.layout == "counts":
             return f"read {self.source}: counts of {self.systems:,} systems"
         unit = "(system, item) outputs" if self.by_item else "outputs (one per row)"
-        return (
+        line = (
             f"read {self.source}: {self.rows:,} rows, {self.outputs:,} {unit} of "
             f"{self.systems:,} systems; {self.human_labels:,} human and "
             f"{self.metric_labels:,} metric labels"
         )
+        if self.unlabelled:
+            rows = "1 row" if self.unlabelled == 1 else f"{self.unlabelled:,} rows"
+            were = "was" if self.unlabelled == 1 else "were"
+            line += f"; {rows} had no label and {were} skipped"
+            if self.unlabelled_items:
+                items = (
+                    "1 item" if self.unlabelled_items == 1 else f"{self.unlabelled_items:,} items"
+                )
+                line += f" ({items} with no label at all)"
+        return line
 
     def notes(self) -> list[str]:
         """Lines for standard error: columns not read, how several labels of one output were
@@ -217,6 +250,13 @@ class Reading:
         if self.ignored:
             used = "system, item, human, metric" if self.layout == "ratings" else "its counts"
             out.append(f"ignored columns: {_names(list(self.ignored))} (read: {used})")
+        if self.unrated_systems:
+            one = len(self.unrated_systems) == 1
+            out.append(
+                f"not compared: {'system' if one else 'systems'} "
+                f"{_names(list(self.unrated_systems))} (none of {'its' if one else 'their'} "
+                "rows has a label)"
+            )
         for flag, kind, rule, several, split in (
             ("--annotators", "human", self.annotators, self.several_human, self.split_human),
             ("--judges", "metric", self.judges, self.several_metric, self.split_metric),
@@ -225,11 +265,6 @@ class Reading:
                 out.append(
                     f"{flag} {rule}: the file has no item column, so each row is one "
                     "output and there is nothing to combine"
-                )
-            elif several and rule == "all":
-                out.append(
-                    f"{flag} all: {several:,} items have several {kind} labels ({split:,} "
-                    f"disagreeing); each label counts as a separate {kind} rating"
                 )
             elif several and rule == "majority":
                 out.append(
@@ -260,8 +295,10 @@ def read_ratings(
     The format follows the suffix; the layout follows the columns (see the
     module docstring). ``annotators`` and ``judges`` (:data:`COMBINE`) say
     how several human or metric labels of one item are combined. Raises
-    :class:`SweepError` on any bad input, naming the file as given in ``path``.
+    :class:`SweepError` on any bad input, naming the file as given in ``path``; the rules
+    are checked before the file is read.
     """
+    _check_rules(annotators, judges)
     source = os.fspath(path)
     file = Path(path)
     _check_file(file, source)
@@ -281,6 +318,28 @@ def read_ratings(
         ratings = counts_table(frame, source, annotators=annotators, judges=judges)
     ignored = tuple(str(n) for n in names if n not in frame.columns)
     return ratings._replace(reading=replace(ratings.reading, ignored=ignored))
+
+
+def ratings_from_frame(
+    frame: pd.DataFrame, *, annotators: str = "refuse", judges: str = "refuse"
+) -> Ratings:
+    """A DataFrame read as a file of the same columns would be (:func:`read_ratings`).
+
+    The layout follows the columns, by the file's rule: ``human`` or
+    ``metric`` make a ratings table (:func:`counts_from_ratings`, named
+    "ratings" in errors), a count column alone a counts table
+    (:func:`counts_table`, "counts"); a frame with neither, or a layout missing
+    a column, is refused with the file's message.
+    """
+    _check_rules(annotators, judges)
+    rules = {"annotators": annotators, "judges": judges}
+    columns = set(frame.columns)
+    counts = columns.intersection(COUNT_COLUMNS) and not columns.intersection(LABEL_COLUMNS)
+    source = "counts" if counts else "ratings"
+    needed = _select(frame.columns, source)
+    if "human" in needed:
+        return counts_from_ratings(frame, source, **rules)
+    return counts_table(frame, source, **rules)
 
 
 def counts_table(
@@ -317,41 +376,38 @@ def counts_from_ratings(
     _check_rules(annotators, judges)
     _require(frame.columns, ("system", *LABEL_COLUMNS), source, _RATINGS_LAYOUT)
     _check_rows(frame, source)
-    codes, systems = _systems(frame["system"], source)
+    # Names and labels are checked on every row; the rows without a label are then dropped.
+    every_system, names = _systems(frame["system"], source)
     human = _labels(frame["human"], "human", source)
     metric = _labels(frame["metric"], "metric", source)
-    row = _first(np.isnan(human) & np.isnan(metric))
-    if row is not None:
-        raise SweepError(f"{source}: row {row + 1}: neither a human nor a metric label")
     by_item = "item" in frame.columns
     if by_item:
         _require(frame.columns, ("item",), source, _RATINGS_LAYOUT)
-        items, item_names = _names_column(frame["item"], "item", source)
+        every_item, item_names = _names_column(frame["item"], "item", source)
+    rows = np.flatnonzero(~(np.isnan(human) & np.isnan(metric)))  # the labelled rows
+    if not rows.size:
+        raise SweepError(f"{source}: no row has a human or a metric label ({len(frame):,} rows)")
+    codes, kept = pd.factorize(every_system[rows])  # systems in order of their first label
+    systems = [names[k] for k in kept]
+    rated = np.zeros(len(names), dtype=bool)
+    rated[kept] = True
+    human, metric = human[rows], metric[rows]
+    items = every_item[rows] if by_item else None
+    if by_item:
         output, first_row = _output_codes(codes, items, len(item_names))
+        every_output = every_system.astype(np.int64) * len(item_names) + every_item
+        unlabelled_items = len(pd.unique(every_output)) - len(first_row)
     else:
-        output, first_row = np.arange(len(frame)), np.arange(len(frame))
+        output, first_row = np.arange(len(rows)), np.arange(len(rows))
+        unlabelled_items = 0
     labels = _OutputLabels.of(output, len(first_row), human, metric)
-    where = _Where(
-        source,
-        systems,
-        codes,
-        first_row,
-        item_names if by_item else None,
-        items if by_item else None,
-    )
+    where = _Where(source, systems, codes, first_row, item_names if by_item else None, items, rows)
     h, h_pos = _combined(
         labels.h, labels.h_pos, annotators, "human", "--annotators", where, output, human
     )
     m, m_pos = _combined(
         labels.m, labels.m_pos, judges, "metric", "--judges", where, output, metric
     )
-    both = _first((h > 1) & (m > 1))
-    if both is not None:
-        raise SweepError(
-            f"{where.at(both, 'human')} has {h[both]} human and {m[both]} metric labels: with "
-            "--annotators all and --judges all they cannot be paired; combine one side "
-            "(majority)"
-        )
     system_of = codes[first_row]
     counts = _tally(system_of, len(systems), h, h_pos, m, m_pos)
     read = ("system", "item", *LABEL_COLUMNS)
@@ -372,6 +428,9 @@ def counts_from_ratings(
         split_human=int(((labels.h_pos > 0) & (labels.h_pos < labels.h)).sum()),
         split_metric=int(((labels.m_pos > 0) & (labels.m_pos < labels.m)).sum()),
         ignored=tuple(str(c) for c in frame.columns if c not in read),
+        unlabelled=len(frame) - len(rows),
+        unlabelled_items=unlabelled_items,
+        unrated_systems=tuple(names[i] for i in np.flatnonzero(~rated)),
     )
     return Ratings(_counts_frame(systems, counts), reading)
 
@@ -702,7 +761,13 @@ def _names_column(values: pd.Series, column: str, source: str) -> tuple[np.ndarr
 
 
 def _check_rules(annotators: str, judges: str) -> None:
+    """Return if both rules are in :data:`COMBINE`; raise otherwise (``all`` saying why not)."""
     for flag, rule in (("--annotators", annotators), ("--judges", judges)):
+        if rule == "all":
+            later = "; a later version will model several judges" if flag == "--judges" else ""
+            raise SweepError(
+                f"{flag}: 'all' is not allowed: {_NOT_INDEPENDENT}; use {flag} majority{later}"
+            )
         if rule not in COMBINE:
             raise SweepError(f"{flag}: {rule!r} is not allowed; allowed: {', '.join(COMBINE)}")
 
@@ -732,7 +797,11 @@ class _OutputLabels(NamedTuple):
 
 
 class _Where(NamedTuple):
-    """Names an output in an error line: its first row, its system and item."""
+    """Names an output in an error line: its first row, its system and item.
+
+    ``codes``, ``first_row`` and ``items`` are over the labelled rows; ``rows`` gives each
+    labelled row's position in the file, from which an error line numbers it.
+    """
 
     source: str
     systems: list[str]
@@ -740,20 +809,21 @@ class _Where(NamedTuple):
     first_row: np.ndarray
     item_names: list[str] | None
     items: np.ndarray | None
+    rows: np.ndarray
 
     def at(self, output: int, column: str, row: int | None = None) -> str:
         row = self.first_row[output] if row is None else row
         name = f"system {shown(self.systems[self.codes[row]])}"
         if self.item_names is not None:
             name += f", item {shown(self.item_names[self.items[row]])}"
-        return f"{self.source}: row {row + 1}, column {column}: {name}"
+        return f"{self.source}: row {self.rows[row] + 1}, column {column}: {name}"
 
 
 def _combined(n, pos, rule, kind, flag, where: _Where, output, labels):
     """Per output: labels of one kind after ``rule`` (count, how many say 1); raise where
     ``rule`` refuses an output (several labels under refuse, a tie under majority)."""
     several = n > 1
-    if rule == "all" or not several.any():
+    if not several.any():
         return n, pos
     said = lambda o: f"{pos[o]} × 1, {n[o] - pos[o]} × 0"  # noqa: E731
     labelled = np.flatnonzero(~np.isnan(labels))  # rows with a label of this kind
@@ -762,14 +832,14 @@ def _combined(n, pos, rule, kind, flag, where: _Where, output, labels):
         o = output[row]
         raise SweepError(
             f"{where.at(o, kind, row)} has {n[o]} {kind} labels ({said(o)}); say how to "
-            f"combine several {kind} labels of one item: {flag} majority or all"
+            f"combine several {kind} labels of one item: {flag} majority"
         )
     tie = _first(several & (2 * pos == n))
     if tie is not None:
         row = int(labelled[output[labelled] == tie][0])
         raise SweepError(
             f"{where.at(tie, kind, row)} has {n[tie]} {kind} labels that tie ({said(tie)}): "
-            f"no majority; use {flag} all, or add a label"
+            "no majority; add a label, or remove the item"
         )
     return np.minimum(n, 1), (2 * pos > n).astype(np.int64)
 
@@ -777,16 +847,15 @@ def _combined(n, pos, rule, kind, flag, where: _Where, output, labels):
 def _tally(system: np.ndarray, k: int, h, h_pos, m, m_pos) -> dict:
     """Return :data:`COUNT_COLUMNS` → int64 array (k,): the counts of k systems' outputs.
 
-    ``system`` (O,) gives each output's system; ``h``, ``h_pos`` (O,) its human
-    labels and how many say 1, ``m``, ``m_pos`` the same for metric labels
-    (combined: one of ``h``, ``m`` is at most 1). An output with both kinds is
-    h·m paired ratings (each label of the side with several paired with the
-    other side's one); with one kind only, h human or m metric-only ratings.
+    ``system`` (O,) gives each output's system; ``h``, ``h_pos`` (O,) whether
+    it has a human label (0 or 1, several combined) and whether it says 1,
+    ``m``, ``m_pos`` the same for its metric label. An output with both is a
+    paired rating (and a human one); with one only, a human or a metric-only
+    rating.
     """
-    paired = m > 0
     per_output = {
-        "n_phi": np.where(paired, h * m, h),
-        "n_pos": np.where(paired, h_pos * m, h_pos),
+        "n_phi": h,
+        "n_pos": h_pos,
         "n_rho_eta": h * m,
         "n_pos_paired": h_pos * m,
         "n_tp": h_pos * m_pos,

@@ -15,6 +15,8 @@ from binmetric_sweep.sweep.compare.ratings import (
     COUNT_COLUMNS,
     check_counts,
     counts_from_ratings,
+    counts_table,
+    ratings_from_frame,
     read_ratings,
 )
 from binmetric_sweep.sweep.errors import SweepError
@@ -269,14 +271,26 @@ def test_a_million_ratings(tmp_path, capsys):
             st.sampled_from(["a", "b", "c"]),
             st.sampled_from([0, 1, None]),
             st.sampled_from([0, 1, None]),
-        ).filter(lambda row: row[1] is not None or row[2] is not None),
+        ),
         min_size=1,
         max_size=40,
     )
 )
 def test_counts_of_any_campaign(rows):
+    """Any rows (unlabelled ones among them: skipped) give the counts by hand."""
     frame = pd.DataFrame(rows, columns=["system", "human", "metric"], dtype=object)
-    counts = counts_from_ratings(frame, "hyp").counts
+    labelled = [(s, h, m) for s, h, m in rows if h is not None or m is not None]
+    if not labelled:
+        with pytest.raises(SweepError, match=r"^hyp: no row has a human or a metric label"):
+            counts_from_ratings(frame, "hyp")
+        return
+    counts, reading = counts_from_ratings(frame, "hyp")
+    assert (reading.rows, reading.outputs) == (len(rows), len(labelled))
+    assert reading.unlabelled == len(rows) - len(labelled)
+    assert counts["system"].tolist() == list(dict.fromkeys(s for s, _, _ in labelled))
+    unrated = dict.fromkeys(s for s, _, _ in rows if s not in set(counts["system"]))
+    assert reading.unrated_systems == tuple(unrated)
+    rows = labelled
     consistent = check_counts(counts.drop(columns="n_outputs"), "hyp")
     pd.testing.assert_frame_equal(consistent, counts.drop(columns="n_outputs"))
     assert (counts["n_outputs"] == counts["n_phi"] + counts["n_m"]).all()  # one output a row
@@ -310,7 +324,8 @@ HEADER = "system,item,human,metric\n"
         ),
         (HEADER + "A,1,1,2\n", f"row 1, column metric: '2' is not a label; {LABELS_ALLOWED}"),
         (HEADER + "A,1,NA,1\n", f"row 1, column human: 'NA' is not a label; {LABELS_ALLOWED}"),
-        (HEADER + "A,1,1,0\nA,2,1,\nA,3,,\nA,4,,\n", "row 3: neither a human nor a metric label"),
+        (HEADER + "A,1,,\nA,2,,\n", "no row has a human or a metric label (2 rows)"),
+        (HEADER + "A,1,,\n,2,,\n", "row 2, column system: empty"),  # names: every row
         (HEADER + "A,1,1,0\nA,2,1,0\nA,3,1,0\n  ,4,1,0\n", "row 4, column system: empty"),
         (HEADER, "empty (no rows)"),
         ("", "empty (no rows)"),
@@ -529,11 +544,11 @@ def test_several_annotators_are_refused_by_default_naming_the_item(tmp_path):
     items_frame(THREE_ANNOTATORS).to_csv(path, index=False)
     assert refusal(path) == (
         f"{path}: row 2, column human: system 'A', item 'q1' has 3 human labels (2 × 1, 1 × 0); "
-        "say how to combine several human labels of one item: --annotators majority or all"
+        "say how to combine several human labels of one item: --annotators majority"
     )
 
 
-def test_annotators_majority_and_all(tmp_path):
+def test_annotators_majority(tmp_path):
     frame = items_frame(THREE_ANNOTATORS)
     counts, reading = counts_from_ratings(frame, "f", annotators="majority")
     # A: q1 paired (1, 1), q2 paired (0, 0), q3 human 0; B: human 1.
@@ -544,16 +559,9 @@ def test_annotators_majority_and_all(tmp_path):
         "--annotators majority: 3 items with several human labels took their majority "
         "(2 of them disagreeing)"
     ]
-    # all: each label a separate human rating, each paired with its item's metric label.
-    counts, reading = counts_from_ratings(frame, "f", annotators="all")
-    got = counts.set_index("system")
-    paired = ["n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn"]
-    assert got.loc["A", paired].tolist() == [9, 3, 6, 2, 2, 3]
-    assert got.loc["A", "n_outputs"] == 3 and got.loc["A", "n_m"] == 0
-    assert reading.notes()[0].startswith("--annotators all: 3 items have several human labels")
     # The same rows without items: every row an output, as before (rows with both labels
     # are paired), and --annotators has nothing to combine.
-    flat = counts_from_ratings(frame.drop(columns="item"), "f", annotators="all")
+    flat = counts_from_ratings(frame.drop(columns="item"), "f", annotators="majority")
     assert flat.counts.set_index("system").loc["A", "n_rho_eta"] == 2
     assert "no item column" in flat.reading.notes()[0]
     with pytest.raises(SweepError, match=r"^--annotators: 'most' is not allowed; allowed: "):
@@ -568,9 +576,8 @@ def test_a_tie_is_refused_under_majority(tmp_path):
         read_ratings(path, annotators="majority")
     assert str(caught.value) == (
         f"{path}: row 1, column human: system 'A', item '7' has 2 human labels that tie "
-        "(1 × 1, 1 × 0): no majority; use --annotators all, or add a label"
+        "(1 × 1, 1 × 0): no majority; add a label, or remove the item"
     )
-    assert read_ratings(path, annotators="all").counts["n_rho_eta"].tolist() == [2, 0]
 
 
 def test_several_judges(tmp_path):
@@ -583,14 +590,11 @@ def test_several_judges(tmp_path):
         counts_from_ratings(frame, "f")
     counts = counts_from_ratings(frame, "f", judges="majority").counts
     pd.testing.assert_frame_equal(counts, expected_counts({"A": (1, 1, 1, 1, 1, 0, 1, 0)}))
-    # all: q1's human label pairs with each of its three metric labels; q2's two are
-    # metric-only ratings.
-    counts = counts_from_ratings(frame, "f", judges="all").counts.iloc[0]
-    assert counts[list(COUNT_COLUMNS)].tolist() == [3, 3, 3, 3, 2, 0, 2, 0]
-    # Several labels on both sides cannot be paired one to one.
-    both = items_frame([*rows, ("A", "q1", 0, None)])
-    with pytest.raises(SweepError, match=r"has 2 human and 3 metric labels: with --annotators"):
-        counts_from_ratings(both, "f", annotators="all", judges="all")
+    # Both sides combined at once: q1's human labels 1, 0, 1 and metric labels 1, 1, 0 are
+    # one paired rating (1, 1); q2 one metric-only rating (0).
+    both = items_frame([*rows, ("A", "q1", 0, None), ("A", "q1", 1, None)])
+    counts = counts_from_ratings(both, "f", annotators="majority", judges="majority").counts
+    pd.testing.assert_frame_equal(counts, expected_counts({"A": (1, 1, 1, 1, 1, 0, 1, 0)}))
 
 
 def test_bad_items(tmp_path):
@@ -599,3 +603,139 @@ def test_bad_items(tmp_path):
     assert refusal(path) == f"{path}: row 2, column item: empty"
     path.write_text("system,item,human,metric,item\nA,q1,1,,q2\n")
     assert refusal(path) == f"{path}: column 'item' appears 2 times"
+
+
+# --- several labels of one item are one output (issue 64, item 1) ------------------------
+
+NOT_INDEPENDENT = (
+    "'all' is not allowed: the labels of one item share one truth, so counting each as its "
+    "own output makes the intervals too narrow"
+)
+
+
+def test_all_is_refused_saying_why_before_anything_is_read(tmp_path):
+    """An item's human label counted once per judge label narrows every interval: no rule
+    counts labels one by one, for a file (refused before it is read), a frame or counts."""
+    judges = f"--judges: {NOT_INDEPENDENT}; use --judges majority; a later version will model "
+    judges += "several judges"
+    annotators = f"--annotators: {NOT_INDEPENDENT}; use --annotators majority"
+    frame = items_frame(THREE_ANNOTATORS)
+    counts = pd.DataFrame([("A", 1, 1, 0, 0, 0, 0, 0, 0)], columns=["system", *COUNT_COLUMNS])
+    for call in (
+        lambda **rule: read_ratings(tmp_path / "absent.csv", **rule),
+        lambda **rule: counts_from_ratings(frame, "f", **rule),
+        lambda **rule: counts_table(counts, "f", **rule),
+        lambda **rule: ratings_from_frame(frame, **rule),
+    ):
+        for rule, message in (({"judges": "all"}, judges), ({"annotators": "all"}, annotators)):
+            with pytest.raises(SweepError) as caught:
+                call(**rule)
+            assert str(caught.value) == message
+    with pytest.raises(SweepError, match=r"^--judges: 'most' is not allowed; allowed: refuse, "):
+        counts_from_ratings(frame, "f", judges="most")
+
+
+def test_repeated_rows_of_one_item_are_one_output():
+    """An export that repeats a row (one item, its labels twice) is not two ratings."""
+    rows = [("A", "q1", 1, 1), ("A", "q2", 0, None), ("A", "q1", 1, 1), ("B", "q1", 1, 0)]
+    with pytest.raises(SweepError, match=r"^f: row 3, column human: system 'A', item 'q1' has 2"):
+        counts_from_ratings(items_frame(rows), "f")
+    rules = {"annotators": "majority", "judges": "majority"}
+    counts, reading = counts_from_ratings(items_frame(rows), "f", **rules)
+    # A: q1 one paired rating (1, 1), q2 one human rating; B: q1 paired (1, 0).
+    expected = expected_counts({"A": (2, 1, 1, 1, 1, 0, 0, 0), "B": (1, 1, 1, 1, 0, 0, 0, 0)})
+    pd.testing.assert_frame_equal(counts, expected)
+    assert (reading.outputs, reading.several_human, reading.several_metric) == (3, 1, 1)
+
+
+# --- rows without a label (issue 64, item 10) --------------------------------------------
+
+# A judge that returned no pick, an item nobody rated, a system none of whose rows is rated.
+UNRATED = [
+    ("A", "q1", 1, 1), ("A", "q2", None, None), ("C", "q1", None, None), ("A", "q3", 0, None),
+    ("B", "q1", 1, None), ("B", "q1", None, 0), ("B", "q2", None, None), ("B", "q2", None, None),
+    ("A", "q2", None, 1), ("B", "q3", None, 1), ("A", "q4", None, None),
+]  # fmt: skip
+
+
+def test_rows_without_a_label_are_skipped_and_counted(tmp_path):
+    path = tmp_path / "unrated.csv"
+    items_frame(UNRATED).to_csv(path, index=False)
+    counts, reading = read_ratings(path)
+    # A: q1 paired (1, 1), q2 metric only (its unlabelled row skipped), q3 human only, q4 not
+    # an output; B: q1 paired (1, 0) on two rows, q2 not an output, q3 metric only; C: none.
+    expected = expected_counts({"A": (2, 1, 1, 1, 1, 0, 1, 1), "B": (1, 1, 1, 1, 0, 0, 1, 1)})
+    pd.testing.assert_frame_equal(counts, expected)
+    assert (reading.rows, reading.outputs, reading.systems) == (11, 5, 2)
+    assert (reading.unlabelled, reading.unlabelled_items) == (5, 3)  # A q4, B q2, C q1
+    assert reading.unrated_systems == ("C",)
+    assert reading.summary() == (
+        f"read {path}: 11 rows, 5 (system, item) outputs of 2 systems; 3 human and 4 metric "
+        "labels; 5 rows had no label and were skipped (3 items with no label at all)"
+    )
+    assert reading.notes() == ["not compared: system 'C' (none of its rows has a label)"]
+    read = reading.as_dict()  # what --json's read and --out's metadata carry
+    assert (read["unlabelled"], read["unlabelled_items"], read["unrated_systems"]) == (5, 3, ("C",))
+    # Without items each unlabelled row is skipped alone; one of them, said in the singular.
+    flat = counts_from_ratings(items_frame(UNRATED[:4]).drop(columns="item"), "f").reading
+    assert (flat.outputs, flat.unlabelled, flat.unlabelled_items) == (2, 2, 0)
+    assert flat.summary().endswith("; 2 rows had no label and were skipped")
+    one = counts_from_ratings(items_frame(UNRATED[:2]), "f").reading
+    assert one.summary().endswith(
+        "; 1 row had no label and was skipped (1 item with no label at all)"
+    )
+    assert one.notes() == []
+    # Errors still name the file's rows: row 9 gives A's q2 its first label, row 12 a second.
+    path.write_text(path.read_text() + "A,q2,,0\n")
+    assert refusal(path) == (
+        f"{path}: row 12, column metric: system 'A', item 'q2' has 2 metric labels (1 × 1, "
+        "1 × 0); say how to combine several metric labels of one item: --judges majority"
+    )
+
+
+# --- a DataFrame is read by the file's rule (issue 64, item 13) --------------------------
+
+
+@pytest.mark.parametrize(
+    "columns, message",
+    [
+        (
+            ["system", "item", "humna", "metric"],
+            f"no column 'human'; {RATINGS_LAYOUT}; columns found: 'system', 'item', 'humna', "
+            "'metric'",
+        ),
+        (
+            ["system", "item", "humna", "metrc"],
+            "neither a ratings nor a counts table; columns found: 'system', 'item', 'humna', "
+            f"'metrc'; {RATINGS_LAYOUT}; {COUNTS_LAYOUT}",
+        ),
+        (
+            ["system", "item", "human", "n_phi"],
+            f"both label and count columns ('human', 'n_phi'); {RATINGS_LAYOUT}; {COUNTS_LAYOUT}",
+        ),
+        (
+            ["sys", "item", "human", "metric"],
+            "no column 'system'; columns found: 'sys', 'item', 'human', 'metric'",
+        ),
+    ],
+)
+def test_a_frame_is_refused_as_its_file_would_be(tmp_path, columns, message):
+    frame = ratings_frame().drop(columns="annotator").set_axis(columns, axis=1)
+    path = tmp_path / "ratings.csv"
+    frame.to_csv(path, index=False)
+    assert refusal(path) == f"{path}: {message}"
+    with pytest.raises(SweepError) as caught:
+        ratings_from_frame(frame)
+    assert str(caught.value) == f"ratings: {message}"
+
+
+def test_a_frame_takes_the_files_layout(tmp_path):
+    pd.testing.assert_frame_equal(
+        ratings_from_frame(ratings_frame()).counts, expected_counts(EXPECTED)
+    )
+    counts = read_ratings(EXAMPLE).counts
+    by_frame = ratings_from_frame(counts.drop(columns="n_outputs"))
+    pd.testing.assert_frame_equal(by_frame.counts, counts)
+    assert (by_frame.reading.layout, by_frame.reading.source) == ("counts", "counts")
+    with pytest.raises(SweepError, match=r"^counts: no column 'n_tn'; a counts table has"):
+        ratings_from_frame(counts.drop(columns=["n_outputs", "n_tn"]))
