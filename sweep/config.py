@@ -10,8 +10,11 @@ one line naming the field, the value and what is allowed.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
+import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -52,6 +55,40 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
 
 
+#: Scientific notation that YAML 1.1 (PyYAML) reads as a string: ``1e4``, ``1.5e3``,
+#: ``1e-3`` (its floats need a dot and a signed exponent, as ``1.5e+3``).
+_SCIENTIFIC = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+")
+
+
+def read_number(value: Any) -> Any:
+    """``value`` as the number it writes if it is a string in scientific notation
+    (``"1e4"`` → 10000, ``"1e-3"`` → 0.001), else unchanged.
+
+    YAML reads ``n_m: 1e4`` as the string ``"1e4"``; a number field reads it as a
+    number, and a size then says whether it is an integer.
+    """
+    if not (isinstance(value, str) and _SCIENTIFIC.fullmatch(value.strip())):
+        return value
+    number = Decimal(value.strip())
+    if number == number.to_integral_value() and abs(number) < 2**63:
+        return int(number)  # exact: a seed of 12345678901234567e0 is that seed
+    return float(number)
+
+
+def _read_numbers(raw: Any, fields: tuple[str, ...]) -> Any:
+    """``raw`` with :func:`read_number` applied to the named fields (and their lists' items)."""
+    if not isinstance(raw, dict) or not any(f in raw for f in fields):
+        return raw
+    out = dict(raw)
+    for field in fields:
+        if field in out:
+            value = out[field]
+            out[field] = (
+                [read_number(v) for v in value] if isinstance(value, list) else read_number(value)
+            )
+    return out
+
+
 #: Sampler keys and values that earlier versions took, and why they went: a sweep
 #: file that still names one is refused with this reason.
 REMOVED_SAMPLER_KEYS = {
@@ -86,6 +123,11 @@ class SamplerSettings(_Strict):
 
     @model_validator(mode="before")
     @classmethod
+    def _numbers(cls, raw: Any) -> Any:
+        return _read_numbers(raw, tuple(f for f in cls.model_fields if f != "loop"))
+
+    @model_validator(mode="before")
+    @classmethod
     def _refuse_removed(cls, raw: Any) -> Any:
         if isinstance(raw, dict):
             for key, why in REMOVED_SAMPLER_KEYS.items():
@@ -101,15 +143,21 @@ AxisSpec = tuple[float, ...] | str
 
 
 def _number_list(field: str, raw: Any, length: int) -> list[float]:
+    if isinstance(raw, list):
+        raw = [read_number(v) for v in raw]
     if (
         not isinstance(raw, list)
         or len(raw) != length
         or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in raw)
     ):
         raise SweepError(f"grid.{field}: {shown(raw)} is not a list of {length} numbers")
-    if not all(math.isfinite(v) for v in raw):
+    try:
+        values = [float(v) for v in raw]
+    except OverflowError:  # an int beyond float's range
+        values = [math.inf]
+    if not all(math.isfinite(v) for v in values):
         raise SweepError(f"grid.{field}: {shown(raw)} holds a non-finite number")
-    return [float(v) for v in raw]
+    return values
 
 
 def _generated_values(field: str, raw: dict) -> tuple[list[float], bool]:
@@ -140,14 +188,19 @@ def _generated_values(field: str, raw: dict) -> tuple[list[float], bool]:
 
 
 def axis_values(field: str, raw: Any) -> AxisSpec:
-    """Normalise one grid axis: a sorted-as-given tuple of distinct values, or a tie name."""
+    """Normalise one grid axis: a sorted-as-given tuple of distinct values, or a tie name.
+
+    Scientific notation that YAML leaves a string (``1e4``) is read as a number
+    (:func:`read_number`), alone or in a list.
+    """
+    raw = read_number(raw)
     if isinstance(raw, str):
         return raw
     rounded = False
     if isinstance(raw, dict):
         values, rounded = _generated_values(field, raw)
     elif isinstance(raw, list):
-        values = raw
+        values = [read_number(v) for v in raw]
     elif isinstance(raw, int | float) and not isinstance(raw, bool):
         values = [raw]
     else:
@@ -160,14 +213,19 @@ def axis_values(field: str, raw: Any) -> AxisSpec:
     size = field in SIZE_AXES
     out: dict[float, None] = {}  # ordered and duplicate-free
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or (isinstance(v, float) and not math.isfinite(v))  # an int is finite, if huge
+        ):
             raise SweepError(f"grid.{field}: value {shown(v)} is not a finite number")
         if size:
             if rounded:
                 v = math.floor(v + 0.5)
             if v != int(v) or not 0 <= v <= MAX_SIZE:
+                why = "is not an integer" if v != int(v) else "is out of range"
                 raise SweepError(
-                    f"grid.{field}: value {shown(v)} is not allowed; sizes are integers "
+                    f"grid.{field}: value {shown(v)} {why}; sizes are integers "
                     f"from 0 to {MAX_SIZE:,}"
                 )
             v = float(int(v))
@@ -283,6 +341,12 @@ class SweepSpec(_Strict):
     grid: tuple[GridBlock, ...]
     shard_size: int = Field(2048, ge=1, le=1_000_000)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers(cls, raw: Any) -> Any:
+        numbers = ("replicates", "seed", "interval", "gamma", "power", "shard_size")
+        return _read_numbers(raw, numbers)
+
     @field_validator("grid", mode="before")
     @classmethod
     def _blocks(cls, raw: Any) -> Any:
@@ -371,20 +435,38 @@ def _location(parts, single_block: bool) -> str:
     return text
 
 
+def _unknown_key(loc: tuple, single_block: bool) -> str:
+    """The line for an unknown key at ``loc``: its place, the closest allowed key, all of them."""
+    parent = _location(loc[:-1], single_block)
+    model = {"": SweepSpec, "sampler": SamplerSettings}.get(parent, GridBlock)
+    allowed = list(model.model_fields)
+    key = loc[-1]
+    close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    if model is GridBlock:
+        what, where = "axis", ""
+    else:
+        what, where = "key", f" in {parent}" if parent else ""
+    return (
+        f"{_location(loc, single_block)}: unknown {what} {shown(key)}{where}{hint}; "
+        f"allowed: {', '.join(allowed)}"
+    )
+
+
 def _format_validation_error(err: ValidationError, single_block: bool) -> str:
-    first = err.errors(include_url=False)[0]
+    errors = err.errors(include_url=False)
+    # An unknown key first: a misspelt one is why a required field is missing.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = _location(first["loc"], single_block)
     if first["type"] == "extra_forbidden":
-        parent = _location(first["loc"][:-1], single_block)
-        model = {"": SweepSpec, "sampler": SamplerSettings}.get(parent, GridBlock)
-        allowed = ", ".join(model.model_fields)
-        where = f" in {parent}" if parent else ""
-        return f"{loc}: unknown key {shown(first['loc'][-1])}{where}; allowed keys: {allowed}"
+        return _unknown_key(first["loc"], single_block)
     if first["type"] == "missing":
         return f"{loc}: required field is missing"
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, SweepError):
         return str(cause)
+    if first["type"] == "int_from_float":
+        return f"{loc}: {shown(first.get('input'))} is not an integer"
     return f"{loc or 'sweep file'}: {first['msg']} (got {shown(first.get('input'))})"
 
 
@@ -411,8 +493,7 @@ def load_sweep(source: str | Path | dict | SweepSpec) -> SweepSpec:
     if not isinstance(source, dict):
         raise SweepError(
             f"sweep file: the top level is {type(source).__name__}, not a mapping of "
-            "name, counts, replicates, seed, method, sampler, estimators, interval, gamma, grid, "
-            "shard_size"
+            f"{', '.join(SweepSpec.model_fields)}"
         )
     if any(not isinstance(key, str) for key in source):
         raise SweepError(f"sweep file: keys must be strings (got {shown(list(source))})")

@@ -154,3 +154,103 @@ def test_a_huge_nested_value_is_refused_in_one_short_line():
         assert message.startswith("grid.alpha: value [[[…], […], […], …], ")
         assert message.endswith("(nested list) is not a finite number")
         assert len(message) < 200 and "\n" not in message
+
+
+GRID_AXES = "allowed: alpha, rho, eta, n_phi, n_rho_eta, psi, n_m"
+HUGE = 10**400
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # A misspelt axis is named, not the required axis it was meant to be.
+        (
+            "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, nm: 1000}",
+            f"grid.nm: unknown axis 'nm' (did you mean n_m?); {GRID_AXES}",
+        ),
+        (
+            "grid:\n- {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, n_m: 10}\n"
+            "- {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, nm: 10}",
+            f"grid[1].nm: unknown axis 'nm' (did you mean n_m?); {GRID_AXES}",
+        ),
+        (
+            "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, n_m: 10, zzz: 1}",
+            f"grid.zzz: unknown axis 'zzz'; {GRID_AXES}",
+        ),
+        # The same at the top level and in sampler, where a key is missing as well.
+        (
+            "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, n_m: 10}\nreplicate: 1",
+            "replicate: unknown key 'replicate' (did you mean replicates?); allowed: name, "
+            "counts, replicates, seed, method, sampler, estimators, interval, gamma, power, "
+            "grid, shard_size",
+        ),
+        (
+            "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, n_m: 10}\nsampler: {chain: 4}",
+            "sampler.chain: unknown key 'chain' in sampler (did you mean chains?); allowed: "
+            "chains, warmup, samples, target_accept, max_tree_depth, warmup_max_tree_depth, loop",
+        ),
+        # A size in scientific notation that is not an integer, or is too large.
+        (
+            "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, n_m: 1e-3}",
+            "grid.n_m: value 0.001 is not an integer; sizes are integers from 0 to 1,000,000,000",
+        ),
+        (
+            "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: [1e10], n_m: 1}",
+            "grid.n_phi: value 10000000000 is out of range; sizes are integers from 0 to "
+            "1,000,000,000",
+        ),
+        (
+            "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 1e400, n_m: 1}",
+            "grid.n_phi: value inf is not a finite number",
+        ),
+        (
+            "grid: {alpha: 5e1, rho: 0.8, eta: rho, n_phi: 1, n_m: 1}",
+            "grid.alpha: value 50 is out of range; allowed: numbers in [0, 1]",
+        ),
+        (
+            "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 1, n_m: 1}\n"
+            "counts: sampled\nreplicates: 2.5e0",
+            "replicates: 2.5 is not an integer",
+        ),
+        # An integer too large for a float is refused, not an OverflowError.
+        (
+            f"grid: {{alpha: 0.5, rho: 0.8, eta: rho, n_phi: 1, n_m: [{HUGE}]}}",
+            "grid.n_m: value 1000000000000…00000000000000 is out of range; sizes are integers "
+            "from 0 to 1,000,000,000",
+        ),
+        (
+            f"grid: {{alpha: 0.5, rho: 0.8, eta: rho, n_phi: 1, n_m: {{range: [0, {HUGE}, 2]}}}}",
+            "grid.n_m.range: [0, 1000000000000…00000000000000, 2] holds a non-finite number",
+        ),
+    ],
+)
+def test_typos_and_numbers_in_a_sweep_file_are_named(text, message):
+    with pytest.raises(SweepError) as err:
+        load_sweep(f"name: t\n{text}\n")
+    assert str(err.value) == message
+
+
+def test_scientific_notation_reads_as_the_number_it_writes():
+    """YAML 1.1 reads 1e4, 1.5e3 and 1e-3 as strings; each field reads them as numbers."""
+    text = (
+        "name: t\ncounts: sampled\nreplicates: 1e2\nseed: 12345678901234567e0\n"
+        "gamma: [5e-2, 1e-2]\ninterval: 9e-1\nshard_size: 1.5e3\n"
+        "sampler: {warmup: 2e2, samples: 1E3, target_accept: 9e-1}\n"
+        "grid: {alpha: 6e-1, rho: [7e-1, 0.9], eta: rho, n_phi: 1e4, n_m: [0, 1.5e3, 1e+4],"
+        " n_rho_eta: {logspace: [2e0, 3, 2]}, psi: 5e-1}\n"
+    )
+    spec = load_sweep(text)
+    assert (spec.replicates, spec.seed, spec.shard_size) == (100, 12345678901234567, 1500)
+    assert spec.gamma == (0.05, 0.01) and spec.interval == 0.9
+    assert (spec.sampler.warmup, spec.sampler.samples, spec.sampler.target_accept) == (
+        200,
+        1000,
+        0.9,
+    )
+    block = spec.grid[0]
+    assert block.alpha == (0.6,) and block.rho == (0.7, 0.9) and block.psi == (0.5,)
+    assert block.n_phi == (10000.0,) and block.n_m == (0.0, 1500.0, 10000.0)
+    assert block.n_rho_eta == (100.0, 1000.0)
+    # A name stays a name, and a tie stays a tie.
+    assert load_sweep(text.replace("name: t", "name: 1e4")).name == "1e4"
+    assert block.eta == "rho"

@@ -60,3 +60,11 @@ def test_id_words_split_63_bit_ids():
     assert words.dtype == np.uint32
     back = words[:, 0].astype(np.uint64) | (words[:, 1].astype(np.uint64) << np.uint64(32))
     assert (back.astype(np.int64) == ids).all()
+
+
+def test_sizes_in_scientific_notation_are_the_same_configurations():
+    """``n_m: 1e3`` (a string to YAML) is the configuration ``n_m: 1000`` is: same ids."""
+    text = "name: s\ngrid: {{alpha: [0.3, 0.6], rho: 0.8, eta: rho, n_phi: {}, n_m: {}}}\n"
+    written = expand_grid(load_sweep(text.format("[0, 1e2]", "[1e3, 2.5e3]")))
+    plain = expand_grid(load_sweep(text.format("[0, 100]", "[1000, 2500]")))
+    assert written.equals(plain) and len(written) == 8
