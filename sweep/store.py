@@ -32,7 +32,7 @@ import yaml
 
 from binmetric_sweep.sweep.config import SweepSpec, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.paths import check_out_dir
+from binmetric_sweep.sweep.paths import check_out_dir, os_reason, writing
 from binmetric_sweep.sweep.shards import ShardResult
 from binmetric_sweep.sweep.version import NUMBERS_VERSION, __version__
 
@@ -203,7 +203,10 @@ class Store:
                     f"({os.strerror(err.errno)}); shards written so far are kept, "
                     "run the same command again once there is room"
                 ) from None
-            raise
+            raise SweepError(
+                f"--out: cannot write {path.name} in {str(path.parent)!r}: {os_reason(err)}; "
+                "shards written so far are kept"
+            ) from None
 
     def remove_stale_temporaries(self) -> int:
         """Delete temporary files left by killed runs; how many there were."""
@@ -219,7 +222,8 @@ class Store:
     def lock(self) -> Iterator[None]:
         """Hold the directory's write lock, or refuse if another process holds it."""
         path = self.out / ".lock"
-        handle = open(path, "a+")  # noqa: SIM115 - held for the duration of the context
+        with writing("--out", self.out):
+            handle = open(path, "a+")  # noqa: SIM115 - held for the duration of the context
         try:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -275,8 +279,9 @@ def open_store(out: str | Path, spec: SweepSpec, shard_rows: list[int], create: 
         )
     if not create:
         raise SweepError(f"DIR: {str(out)!r} holds no sweep (no {MANIFEST})")
-    for table in TABLES:
-        (out / table).mkdir(parents=True, exist_ok=True)
+    with writing("--out", out):  # checked above; this is for a mount that changed since
+        for table in TABLES:
+            (out / table).mkdir(parents=True, exist_ok=True)
     manifest = {
         "sweep": spec.canonical(),
         "digest": store.digest,
@@ -288,7 +293,8 @@ def open_store(out: str | Path, spec: SweepSpec, shard_rows: list[int], create: 
         "created": time.time(),
     }
     tmp = out / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, manifest_path)
-    _fsync_dir(out)
+    with writing("--out", out):
+        tmp.write_text(json.dumps(manifest, indent=1))
+        os.replace(tmp, manifest_path)
+        _fsync_dir(out)
     return store

@@ -554,5 +554,4 @@ def plot_comparison(
     """
     path = check_image_path(out)
     fig = comparison_figure(systems, pairs, settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return save_figure(fig, path)
+    return save_figure(fig, path)  # its directory made, whole or not at all

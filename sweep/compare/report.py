@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -21,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binmetric_sweep.sweep.compare.analysis import Comparison
-from binmetric_sweep.sweep.paths import check_out_dir
+from binmetric_sweep.sweep.paths import check_out_dir, writing
 
 __all__ = [
     "MATRIX_MAX_SYSTEMS",
@@ -140,11 +141,26 @@ def _next(result: Comparison) -> list[str]:
     pairs = result.pairs[~result.pairs["significant"].to_numpy(bool)]
     if not len(pairs):
         return ["what to rate next: nothing; every pair is significant"]
+    from binmetric_sweep.sweep.compare.next_ratings import next_level
+
     pairs = pairs.sort_values("add_cost", kind="stable", na_position="last")
-    out = ["what to rate next (cheapest first; ratings to add to each system of the pair):"]
+    rule = {"holm": "γ/m", "bh": "γ·R/m"}.get(result.settings["adjust"])
+    held = f"; planned at the level each pair is held to, {rule} = {next_level(result):.2g}"
+    out = [
+        "what to rate next (cheapest first; ratings to add to each system of the pair"
+        + (held if rule else "")
+        + "):"
+    ]
     for row in pairs.head(LISTED_PAIRS).itertuples():
         if not math.isfinite(row.add_cost):
             out.append(f"  {row.a} vs {row.b} (diff {signed(row.diff_mean, 3)}): out of reach")
+            continue
+        if row.add_cost == 0:  # the model's SD at its sizes is below its posterior's
+            out.append(
+                f"  {row.a} vs {row.b} (diff {signed(row.diff_mean, 3)}): no plan; its ratings "
+                "already meet the plan at the pair's means, but its posterior is wider than the "
+                f"model's at these sizes (eps {row.eps:.3f})"
+            )
             continue
         out.append(
             f"  {row.a} vs {row.b} (diff {signed(row.diff_mean, 3)}): "
@@ -342,11 +358,13 @@ def _leaderboard(result: Comparison) -> list[str]:
 
 def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> list[Path]:
     """``systems.parquet`` and ``pairs.parquet`` in ``out`` (created), with the settings, the
-    ratings file's name and what was read of it in each file's metadata; each written to a
-    temporary file, then renamed.
+    ratings file's name and what was read of it in each file's metadata; both written whole
+    to temporary files before either is renamed, so that a failed write (one SweepError
+    line naming ``--out``) leaves no half-written file.
     """
     directory = check_out_dir(out)
-    directory.mkdir(parents=True, exist_ok=True)
+    with writing("--out", directory):
+        directory.mkdir(parents=True, exist_ok=True)
     from binmetric_sweep.sweep.version import __version__
 
     meta = {
@@ -355,19 +373,22 @@ def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> lis
         META_PREFIX + "read": json.dumps(_read(result), ensure_ascii=False),
         META_PREFIX + "version": __version__,
     }
-    written = []
-    for name, frame in (("systems", result.systems), ("pairs", result.pairs)):
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
-        path = directory / f"{name}.parquet"
-        # Written as sweep run writes its shards: created with the umask's mode (0644),
-        # whole under a temporary name, then renamed.
-        draft = directory / f".{name}.parquet.{os.getpid()}.tmp"
-        try:
-            with open(draft, "wb") as handle:
-                pq.write_table(table, handle)
-            os.replace(draft, path)
-        finally:
-            draft.unlink(missing_ok=True)
-        written.append(path)
-    return written
+    drafts = {}
+    try:
+        with writing("--out", directory):
+            for name, frame in (("systems", result.systems), ("pairs", result.pairs)):
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+                # Written as sweep run writes its shards: created with the umask's mode
+                # (0644), whole under a temporary name, then renamed.
+                draft = directory / f".{name}.parquet.{os.getpid()}.tmp"
+                drafts[directory / f"{name}.parquet"] = draft
+                with open(draft, "wb") as handle:
+                    pq.write_table(table, handle)
+            for path, draft in drafts.items():
+                os.replace(draft, path)
+    finally:
+        for draft in drafts.values():
+            with contextlib.suppress(OSError):  # gone, renamed, or never a file
+                draft.unlink()
+    return list(drafts)

@@ -110,5 +110,4 @@ def plot_frontier(result: Plan, out: str | pathlib.Path) -> pathlib.Path:
     if not result.frontier:
         raise SweepError("-o: there is no frontier to draw (it needs a target --eps)")
     path = check_image_path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return save_figure(frontier_figure(result), path)
+    return save_figure(frontier_figure(result), path)  # its directory made, whole or not at all
