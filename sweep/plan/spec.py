@@ -3,15 +3,24 @@ scenarios as arrays (:class:`Problems`) for the solvers."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from binmetric_sweep.sweep.config import MAX_SIZE
 from binmetric_sweep.sweep.errors import SweepError, shown
@@ -54,6 +63,17 @@ class PlanSpec(BaseModel):
     cost_human: float = Field(1.0, gt=0.0, allow_inf_nan=False)
     cost_metric: float = Field(gt=0.0, allow_inf_nan=False)
     n_rho_eta: Literal["shared", "known"] | int = "shared"
+
+    @field_validator(
+        "alpha", "rho", "eta", "eps", "budget", "gamma", "power", "cost_human", "cost_metric",
+        mode="before",
+    )  # fmt: skip
+    @classmethod
+    def _not_a_flag(cls, raw: Any, info: ValidationInfo) -> Any:
+        # pydantic reads True as 1.0: a YAML ``rho: yes`` would plan a perfect metric.
+        if isinstance(raw, bool):
+            raise SweepError(f"{info.field_name}: {raw} is not a number")
+        return raw
 
     @field_validator("n_rho_eta", mode="before")
     @classmethod
@@ -105,50 +125,68 @@ def _allowed(name: str) -> str:
     return f"{left}{low_value:g}, {high_value:g}{right}"
 
 
+#: pydantic's error types for a number outside its bounds, and for what is not a number.
+_OUT_OF_RANGE = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+_NOT_A_NUMBER = ("float_parsing", "float_type", "finite_number")
+
+
+def _refusal(err: ValidationError, name: Callable[[str], str]) -> str:
+    """One line for a :class:`PlanSpec`'s first validation error, each field called by
+    ``name`` (``--rho`` for a flag, ``rho`` for an argument, ``scenarios[1].rho`` in a grid):
+    ``rho: 1.2 is out of range; allowed: [0, 1]``."""
+    first = err.errors(include_url=False)[0]
+    field = str(first["loc"][0]) if first["loc"] else ""
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, SweepError):  # our validators' lines begin with the fields they name
+        head, _, rest = str(cause).partition(": ")
+        fields = head.split(", ")
+        if rest and all(f in PlanSpec.model_fields for f in fields):
+            return ", ".join(name(f) for f in fields) + ": " + rest
+        return str(cause)
+    label = name(field)
+    value = shown(first.get("input"))
+    if first["type"] in _OUT_OF_RANGE:
+        return f"{label}: {value} is out of range; allowed: {_allowed(field)}"
+    if first["type"] in _NOT_A_NUMBER:
+        finite = "finite " if first["type"] == "finite_number" else ""
+        return f"{label}: {value} is not a {finite}number; allowed: {_allowed(field)}"
+    if first["type"] == "missing":
+        return f"{label}: required field is missing"
+    return f"{label}: {first['msg']} (got {value})"
+
+
+def _validated(fields: dict, name: Callable[[str], str]) -> PlanSpec:
+    try:
+        return PlanSpec.model_validate(fields)
+    except ValidationError as err:
+        raise SweepError(_refusal(err, name)) from None
+
+
 def flag_spec(given: dict) -> PlanSpec:
     """The :class:`PlanSpec` of ``sweep plan``'s flags; errors name the flag and its range
     (``--alpha: 1.2 is out of range; allowed: (0, 1)``)."""
-    try:
-        return PlanSpec.model_validate(given)
-    except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        name = str(first["loc"][0]) if first["loc"] else ""
-        flag = f"--{name.replace('_', '-')}" if name else "sweep plan"
-        cause = first.get("ctx", {}).get("error")
-        if isinstance(cause, SweepError):
-            raise SweepError(str(cause)) from None
-        if first["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-            raise SweepError(
-                f"{flag}: {shown(first.get('input'))} is out of range; allowed: {_allowed(name)}"
-            ) from None
-        raise SweepError(f"{flag}: {first['msg']} (got {shown(first.get('input'))})") from None
+    return _validated(given, lambda field: f"--{field.replace('_', '-')}")
 
 
 def _spec(source: PlanSpec | dict, where: str = "") -> PlanSpec:
-    """A validated :class:`PlanSpec`; errors become one-line :class:`SweepError`."""
+    """A validated :class:`PlanSpec`; errors become one-line :class:`SweepError` naming the
+    field as an argument (``rho: 1.2 is out of range; allowed: [0, 1]``), or, with
+    ``where``, as a key of that scenario (``scenarios[1].rho: …``). An unknown key is named
+    before any field it leaves missing (``cost_metirc`` is a typo, not a missing field)."""
     if isinstance(source, PlanSpec):
         return source
     if not isinstance(source, dict):
         raise SweepError(f"{where or 'scenario'}: {shown(source)} is not a mapping of plan fields")
-    try:
-        return PlanSpec.model_validate(source)
-    except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith(("literal", "int")))
-        prefix = f"{where}." if where else ""
-        if first["type"] == "extra_forbidden":
-            allowed = ", ".join(PlanSpec.model_fields)
-            raise SweepError(
-                f"{prefix}{loc}: unknown key {shown(first['loc'][-1])}; allowed keys: {allowed}"
-            ) from None
-        if first["type"] == "missing":
-            raise SweepError(f"{prefix}{loc}: required field is missing") from None
-        cause = first.get("ctx", {}).get("error")
-        if isinstance(cause, SweepError):
-            raise SweepError(f"{prefix}{cause}") from None
+    unknown = [key for key in source if key not in PlanSpec.model_fields]
+    if unknown:
+        key = unknown[0]
+        near = difflib.get_close_matches(str(key), PlanSpec.model_fields, n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
         raise SweepError(
-            f"{prefix}{loc}: {first['msg']} (got {shown(first.get('input'))})"
-        ) from None
+            f"{where or 'scenario'}: unknown key {shown(key)}{hint}; allowed keys: "
+            + ", ".join(PlanSpec.model_fields)
+        )
+    return _validated(source, lambda field: f"{where}.{field}" if where else field)
 
 
 def load_plan_grid(source: str | pathlib.Path | list) -> list[PlanSpec]:

@@ -21,6 +21,7 @@ from binmetric_sweep.sweep.lanes import lane_counts, lane_keys
 from binmetric_sweep.sweep.plan import (
     PlanSpec,
     exact_eps,
+    load_plan_grid,
     plan_grid,
     problems,
     relaxed_sd,
@@ -385,7 +386,8 @@ def test_cli_plan_json_grid_and_errors(tmp_path, capsys):
     )
     assert main(["plan", "--grid", str(grid), "--replicates", "0"]) == 0
     rows = capsys.readouterr().out.strip().splitlines()
-    assert len(rows) == 3 and rows[1].split()[-1] == "yes"
+    assert len(rows) == 4 and rows[1].split()[-1] == "yes"
+    assert rows[-1].startswith("N_phi, N_m and cost are per system")
     assert main(["plan", "--grid", str(grid), "--replicates", "0", "--json"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [json.loads(line)["budget"] for line in lines] == [None, 150]
@@ -432,3 +434,81 @@ def test_a_plan_prints_plain_numbers():
     text = repr(pl)
     assert "np.float64" not in text and "np.int64" not in text
     assert f"eps={pl.eps!r}" in text and type(pl.eps) is float and type(pl.sd) is float
+
+
+def test_a_plan_says_its_sizes_are_per_system(capsys):
+    """The plan's first line, the --help (description and options) and the grid's table say
+    that N_Φ, N_M and the cost are one system's, and what a metric rating's price is in."""
+    pl = sweep.plan(0.6, 0.8, 0.8, eps=0.1, cost_metric=0.002, replicates=0, chunk_size=CHUNK)
+    first = pl.lines()[0]
+    assert first.startswith(f"plan per system: N_Φ = {pl.n_phi:,} human + N_M = {pl.n_m:,}")
+    assert f"cost {pl.cost:,.2f} (two systems {2 * pl.cost:,.2f})" in first
+    assert "per system" in (sweep.Plan.__doc__ or "")
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for needle in (
+        "Sizes and costs are per system",
+        "comparing two systems costs twice the cost shown",
+        "agreement = αρ + (1 − α)η, so an 80 % agreement is many (ρ, η)",
+        "--cost-metric C price of one metric rating (a judge's label of one output), > 0, in "
+        "units of one human rating",
+        "--budget B most a campaign may cost per system",
+        "--pilot FILE one system's pilot ratings",
+    ):
+        assert needle in text, needle
+
+
+def test_a_typo_in_a_plan_grid_names_the_unknown_key_not_a_missing_one():
+    grid = "- {alpha: 0.6, rho: 0.8, eta: 0.8, eps: 0.03, cost_metirc: 0.01}\n"
+    with pytest.raises(SweepError) as err:
+        load_plan_grid(grid)
+    assert str(err.value) == (
+        "scenarios[0]: unknown key 'cost_metirc' (did you mean cost_metric?); allowed keys: "
+        "alpha, rho, eta, eps, budget, gamma, power, cost_human, cost_metric, n_rho_eta"
+    )
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (dict(rho=1.2), "rho: 1.2 is out of range; allowed: [0, 1]"),
+        (dict(alpha=0.0), "alpha: 0.0 is out of range; allowed: (0, 1)"),
+        (dict(eps="x"), "eps: 'x' is not a number; allowed: (0, 1)"),
+        (dict(budget=float("inf")), "budget: inf is not a finite number; allowed: > 0"),
+        (dict(eta=True), "eta: True is not a number"),
+        (dict(eps=None), "eps, budget: give a target difference eps, a budget, or both"),
+        (dict(estimator="all"), "estimator: 'all' plans several estimators; plan_estimators"),
+        (dict(estimator="mle"), "estimator: 'mle' is not an estimator; allowed: one of bayes"),
+        (
+            dict(estimator="ppi", n_rho_eta="known"),
+            "estimator: ppi gives no plan here: no paired set (rho, eta known)",
+        ),
+    ],
+)
+def test_the_api_refuses_in_its_own_terms(bad, message):
+    """What the CLI says of a flag, the API says of its argument (not pydantic's words)."""
+    fields = dict(alpha=0.6, rho=0.8, eta=0.8, eps=0.1, cost_metric=0.002) | bad
+    with pytest.raises(SweepError) as err:
+        sweep.plan(**fields, replicates=0)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_plan_returns_one_plan_for_any_one_estimator_and_plan_estimators_typed_rows():
+    """``plan`` gives a :class:`Plan` for a classical estimator too (its closed-form plan;
+    no JAX here, nothing simulated); ``plan_estimators`` gives typed rows."""
+    from binmetric_sweep.sweep.plan import EstimatorPlan, plan_estimators
+    from binmetric_sweep.sweep.plan.classical import classical_plan
+
+    scenario = dict(alpha=0.6, rho=0.8, eta=0.8, eps=0.02, cost_metric=0.002)
+    pl = sweep.plan(**scenario, estimator="ppi_pp", replicates=0)
+    found = classical_plan("ppi_pp", PlanSpec(**scenario))
+    assert isinstance(pl, sweep.Plan) and pl.estimator == "ppi_pp"
+    assert (pl.n_phi, pl.n_m, pl.cost, pl.eps) == (found.n_phi, found.n_m, found.cost, found.eps)
+    assert pl.n_phi_alone == classical_plan("human_only", PlanSpec(**scenario)).n_phi
+    assert pl.lines()[0].startswith("plan per system (ppi_pp): ") and not pl.holds
+    assert pl.as_dict()["estimator"] == "ppi_pp" and pl.as_dict()["pilot"] is None
+    rows = plan_estimators(scenario | dict(n_rho_eta="known"), ["human_only", "ppi"], replicates=0)
+    assert all(isinstance(r, EstimatorPlan) for r in rows)
+    assert rows[0].n_phi > 0 and rows[1].reason == "no paired set (rho, eta known)"
+    assert not any(r.best for r in rows)  # nothing simulated, so no promise is seen to hold
