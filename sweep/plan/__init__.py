@@ -4,7 +4,9 @@ A *scenario* (:class:`PlanSpec`) fixes the system's α, the metric's ρ and η,
 how ρ and η are learnt (``n_rho_eta``: the human-rated items are the paired
 ones, "shared"; ρ and η are "known" numbers; or a separate paired set of N
 items), the test (γ, power) and the prices of one human and one metric rating.
-A *plan* is the integer sample sizes (N_Φ, N_M) of one campaign:
+A *plan* is the integer sample sizes (N_Φ, N_M) of one system's campaign
+(every size, cost and budget is per system: ε is the difference between two
+systems each rated so, and comparing two costs twice the cost shown):
 
 * **target mode** (``eps``): the cheapest (N_Φ, N_M) whose
   ε_{γ,β} = √2·σ·(z₁₋γ/₂ + z_power) is at most ``eps``, σ being the exact
@@ -15,7 +17,13 @@ A *plan* is the integer sample sizes (N_Φ, N_M) of one campaign:
 
 Cost = cost_human·N_Φ + cost_metric·N_M, plus cost_human·N for a separate
 paired set of N items (a fixed cost). With the shared paired set the human
-ratings are the paired ones and cost nothing extra.
+ratings are the paired ones and cost nothing extra. With cost_human = 1 (the
+default) cost_metric is the price of one metric (judge) rating in human
+ratings, and a cost is counted in human ratings.
+
+α, ρ and η may come from a **pilot** (:func:`read_pilot`): a small file of
+one system's paired ratings, whose posterior means under the model's uniform
+priors are planned with (``plan(..., pilot=FILE)``, ``sweep plan --pilot``).
 
 How (see :func:`plan_grid`):
 
@@ -61,9 +69,17 @@ at α give the type-I error rate. ε is the target (budget mode: the plan's ε).
 
 from binmetric_sweep.sweep.plan.exact import exact_eps
 from binmetric_sweep.sweep.plan.figure import plot_frontier
+from binmetric_sweep.sweep.plan.pilot import Pilot, read_pilot
 from binmetric_sweep.sweep.plan.planner import plan, plan_estimators, plan_grid
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, relaxed_sd, solve_relaxed
-from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan, plan_table, plans_json
+from binmetric_sweep.sweep.plan.report import (
+    HOLDS_MCSE,
+    EstimatorPlan,
+    FrontierPoint,
+    Plan,
+    plan_table,
+    plans_json,
+)
 from binmetric_sweep.sweep.plan.simulate import simulate_tests
 from binmetric_sweep.sweep.plan.spec import (
     UNLIMITED,
@@ -76,6 +92,10 @@ from binmetric_sweep.sweep.plan.spec import (
 
 __all__ = [
     "plan_estimators",
+    "EstimatorPlan",
+    "HOLDS_MCSE",
+    "Pilot",
+    "read_pilot",
     "UNLIMITED",
     "PlanSpec",
     "Problems",

@@ -3,7 +3,9 @@ and :func:`plan` (one scenario; ``sweep.plan``), which put the stages together."
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 from collections.abc import Iterable
 from typing import Literal
 
@@ -13,8 +15,9 @@ import numpy as np
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.plan.exact import _Memo
+from binmetric_sweep.sweep.plan.pilot import read_pilot
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, _relax_with_kappa
-from binmetric_sweep.sweep.plan.report import Plan, _message
+from binmetric_sweep.sweep.plan.report import EstimatorPlan, Plan, _message
 from binmetric_sweep.sweep.plan.search import _integer_plans
 from binmetric_sweep.sweep.plan.simulate import simulate_tests
 from binmetric_sweep.sweep.plan.spec import _BUDGET_SLACK, PlanSpec, _spec, problems
@@ -49,8 +52,7 @@ def plan_grid(
     specs = [_spec(s, f"scenarios[{i}]") for i, s in enumerate(scenarios)]
     if not specs:
         raise SweepError("scenarios: the list is empty; give at least one scenario")
-    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 0:
-        raise SweepError(f"replicates: {shown(replicates)} is not allowed; give an integer ≥ 0")
+    _check_replicates(replicates)
     p = problems(specs)
     memo = _Memo(p, chunk_size, {})
     n = len(specs)
@@ -129,9 +131,9 @@ def _plan_of(spec: PlanSpec, got: dict, z, tested, checks, replicates: int, seed
 
 
 def plan(
-    alpha: float,
-    rho: float,
-    eta: float,
+    alpha: float | None = None,
+    rho: float | None = None,
+    eta: float | None = None,
     *,
     cost_metric: float,
     eps: float | None = None,
@@ -145,23 +147,51 @@ def plan(
     frontier: bool = True,
     chunk_size: int | None = None,
     estimator: str = "bayes",
-) -> Plan | list[dict]:
-    """The plan for one scenario (see :mod:`binmetric_sweep.sweep.plan`); ``sweep plan`` on the
-    command line. With ``estimator`` another than "bayes" (a classical one, or "all"), the
-    rows of :func:`plan_estimators` instead.
+    pilot: str | os.PathLike | None = None,
+) -> Plan:
+    """The plan of one scenario under one estimator (see :mod:`binmetric_sweep.sweep.plan`);
+    ``sweep plan`` on the command line. N_Φ, N_M and the cost are per system.
 
     ::
 
         p = sweep.plan(0.6, 0.8, 0.8, eps=0.02, power=0.8, cost_metric=0.002)
         p.n_phi, p.n_m, p.cost, p.eps, p.empirical_power, p.reachable
+        q = sweep.plan(eps=0.02, cost_metric=0.002, pilot="examples/pilot.csv")
+        q.spec.alpha, q.spec.rho, q.spec.eta, q.pilot  # the pilot's posterior means
+
+    Args:
+        alpha, rho, eta: the scenario's rates; each may be left to ``pilot``.
+        cost_metric: price of one metric (judge) rating, in the unit of ``cost_human``.
+        estimator: "bayes" (the posterior), or a classical estimator, planned under its
+            closed-form SE and simulated with its own estimates (:func:`plan_estimators`
+            gives several, one row each).
+        pilot: a file of one system's paired ratings (:func:`~.pilot.read_pilot`): the
+            posterior means of α, ρ and η where those are not given.
+        The others: :class:`~.spec.PlanSpec`'s fields and :func:`plan_grid`'s arguments.
 
     Raises:
-        SweepError: a bad field (one line naming it, the value and what is allowed).
+        SweepError: a bad argument (one line naming it, the value and what is allowed), a
+            bad pilot file, or an estimator that gives no plan for the scenario.
     """
+    from binmetric_sweep.kernels.estimators import ESTIMATOR_NAMES
+
+    if estimator not in ESTIMATOR_NAMES:
+        allowed = ", ".join(ESTIMATOR_NAMES)
+        why = "plans several estimators; plan_estimators gives them" if estimator == "all" else ""
+        raise SweepError(
+            f"estimator: {shown(estimator)} {why or 'is not an estimator'}; "
+            f"allowed: one of {allowed}"
+        )
+    rates = dict(alpha=alpha, rho=rho, eta=eta)
+    read = None
+    if pilot is not None:
+        read = read_pilot(pilot)
+        rates = read.rates() | {k: v for k, v in rates.items() if v is not None}
+    for name, value in rates.items():
+        if value is None:
+            raise SweepError(f"{name}: required (or give pilot=FILE)")
     fields = dict(
-        alpha=alpha,
-        rho=rho,
-        eta=eta,
+        **rates,
         eps=eps,
         budget=budget,
         gamma=gamma,
@@ -171,18 +201,72 @@ def plan(
         n_rho_eta=n_rho_eta,
     )
     spec = _spec(fields)
-    if estimator != "bayes":
-        from binmetric_sweep.sweep.estimates import estimator_names
+    if estimator == "bayes":
+        answer = plan_grid(
+            [spec], replicates=replicates, seed=seed, frontier=frontier, chunk_size=chunk_size
+        )[0]
+    else:
+        from binmetric_sweep.sweep.plan.classical import classical_plan
 
-        return plan_estimators(spec, estimator_names(estimator), replicates=replicates, seed=seed)
-    return plan_grid(
-        [spec], replicates=replicates, seed=seed, frontier=frontier, chunk_size=chunk_size
-    )[0]
+        _check_replicates(replicates)
+        found = classical_plan(estimator, spec)
+        if found.reason:
+            raise SweepError(f"estimator: {estimator} gives no plan here: {found.reason}")
+        answer = _classical_plan_of(spec, found, replicates, seed, chunk_size)
+    return answer if read is None else dataclasses.replace(answer, pilot=read)
 
 
-#: How far (in Monte Carlo SEs) a simulated power or type-I rate may miss its promise
-#: before a plan is said not to hold.
-HOLDS_MCSE = 2.0
+def _check_replicates(replicates) -> None:
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 0:
+        raise SweepError(f"replicates: {shown(replicates)} is not allowed; give an integer ≥ 0")
+
+
+def _classical_plan_of(
+    spec: PlanSpec, found, replicates: int, seed: int, chunk_size: int | None = None
+) -> Plan:
+    """The :class:`Plan` of a classical estimator's integer plan ``found``
+    (:class:`~.classical.ClassicalPlan`, one that applies): its ε from the closed-form SE, N_Φ
+    alone that of ``human_only``, checked by campaigns simulated with that estimator."""
+    from binmetric_sweep.sweep.plan.classical import classical_plan
+
+    z = problems([spec]).z[0]
+    reachable = found.reachable
+    tested = spec.eps if spec.eps is not None and reachable else found.eps
+    checks = (math.nan,) * 4
+    if replicates:
+        simulated = simulate_tests(
+            [spec], [found.n_phi], [found.n_m], [tested], replicates, seed,
+            chunk_size=chunk_size, estimator=found.estimator,
+        )  # fmt: skip
+        checks = tuple(float(v[0]) for v in simulated)
+    alone = None
+    if spec.eps is not None:
+        humans = classical_plan("human_only", spec.model_copy(update={"budget": None}))
+        alone = None if humans.reason else humans.n_phi
+    x, y, e, cost = found.n_phi, found.n_m, found.eps, found.cost
+    power, power_se, type1, type1_se = checks
+    return Plan(
+        spec=spec,
+        n_phi=x,
+        n_m=y,
+        cost=cost,
+        eps=e,
+        sd=e / (math.sqrt(2.0) * float(z)),
+        reachable=reachable,
+        n_phi_alone=alone,
+        cost_alone=None if alone is None else float(spec.cost(alone, 0)),
+        n_phi_unlimited=None,
+        eps_floor=None,
+        eps_tested=float(tested),
+        empirical_power=power,
+        empirical_power_mcse=power_se,
+        type1_rate=type1,
+        type1_mcse=type1_se,
+        replicates=int(replicates),
+        seed=int(seed),
+        message=_message(spec, x, y, cost, e, reachable, alone, None, None),
+        estimator=found.estimator,
+    )
 
 
 def plan_estimators(
@@ -191,52 +275,38 @@ def plan_estimators(
     *,
     replicates: int = 400,
     seed: int = 0,
-) -> list[dict]:
+) -> list[EstimatorPlan]:
     """The plan of one scenario under each estimator of ``names``, each checked by simulated
-    campaigns of that estimator, one dict per estimator.
+    campaigns of that estimator: one :class:`~.report.EstimatorPlan` row per estimator.
 
     ``bayes``: :func:`plan_grid`'s plan; a classical estimator:
-    :func:`~.classical.classical_plan` (its closed-form SE). Each dict has
-    ``estimator``, ``n_phi``, ``n_m``, ``cost``, ``eps``, ``reachable``,
-    ``reason`` ("" where it applies), the simulated ``power``, ``type1_rate``
-    and their MCSEs, ``holds`` (type-I rate ≤ γ and power ≥ the promised, each
-    within :data:`HOLDS_MCSE` MCSEs) and ``best``: the cheapest plan that
-    holds (in budget mode, the least ε).
+    :func:`~.classical.classical_plan` (its closed-form SE), as :func:`plan` gives them.
+    A row has the plan's sizes, cost, ε and ``reachable``, ``reason`` ("" where it applies;
+    else why not, and no plan), the simulated power and type-I rate with their MCSEs,
+    ``holds`` (:attr:`Plan.holds`) and ``best``: the cheapest plan that holds (in budget
+    mode, the least ε).
     """
     from binmetric_sweep.sweep.plan.classical import classical_plan
 
     jax.config.update("jax_enable_x64", True)
     use_compilation_cache(DEFAULT, strict=False)
     spec = _spec(spec)
+    _check_replicates(replicates)
     rows = []
     for name in names:
         if name == "bayes":
             p = plan_grid([spec], replicates=replicates, seed=seed)[0]
-            row = {"estimator": name, "n_phi": p.n_phi, "n_m": p.n_m, "cost": p.cost}
-            row |= {"eps": p.eps, "reachable": p.reachable, "reason": ""}
-            checks = (p.empirical_power, p.empirical_power_mcse, p.type1_rate, p.type1_mcse)
         else:
-            c = classical_plan(name, spec)
-            row = c._asdict()
-            checks = (math.nan,) * 4
-            if not c.reason and replicates:
-                tested = spec.eps if spec.eps is not None and c.reachable else c.eps
-                found = simulate_tests(
-                    [spec], [c.n_phi], [c.n_m], [tested], replicates, seed, estimator=name
+            found = classical_plan(name, spec)
+            if found.reason:
+                nan = math.nan
+                rows.append(
+                    EstimatorPlan(name, 0, 0, nan, nan, False, found.reason, nan, nan, nan, nan)
                 )
-                checks = tuple(float(v[0]) for v in found)
-        power, power_se, type1, type1_se = checks
-        row |= {"power": power, "power_mcse": power_se, "type1_rate": type1}
-        row["type1_mcse"] = type1_se
-        row["holds"] = bool(
-            not row["reason"]
-            and type1 <= spec.gamma + HOLDS_MCSE * type1_se
-            and power >= spec.power - HOLDS_MCSE * power_se
-        )
-        rows.append(row)
-    held = [r for r in rows if r["holds"] and r["reachable"]]
+                continue
+            p = _classical_plan_of(spec, found, replicates, seed)
+        rows.append(EstimatorPlan.of(p))
+    held = [r for r in rows if r.holds and r.reachable]
     key = "cost" if spec.eps is not None else "eps"
-    best = min(held, key=lambda r: r[key])["estimator"] if held else None
-    for row in rows:
-        row["best"] = row["estimator"] == best
-    return rows
+    best = min(held, key=lambda r: getattr(r, key)).estimator if held else None
+    return [r._replace(best=r.estimator == best) for r in rows]

@@ -9,7 +9,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
 
+from binmetric_sweep.sweep.plan.pilot import Pilot
 from binmetric_sweep.sweep.plan.spec import PlanSpec
+
+#: How far (in Monte Carlo SEs) a simulated power or type-I rate may miss its promise
+#: before a plan is said not to hold.
+HOLDS_MCSE = 2.0
 
 
 class FrontierPoint(NamedTuple):
@@ -23,21 +28,27 @@ class FrontierPoint(NamedTuple):
 
 @dataclass(frozen=True)
 class Plan:
-    """A plan for one scenario (the modes: :mod:`binmetric_sweep.sweep.plan`).
+    """A plan for one scenario under one estimator (the modes: :mod:`binmetric_sweep.sweep.plan`).
+
+    Sizes and costs are **per system**: ε is the difference between two systems' α that
+    the test detects when *each* of them is rated so, so comparing two systems costs twice
+    ``cost``; the budget is one system's too.
 
     Attributes:
         spec: the scenario.
-        n_phi: human ratings N_Φ.
-        n_m: metric-only ratings N_M.
-        cost: its cost (including a separate paired set's).
-        eps: its exact ε_{γ,β} (rounded expected counts, quadrature).
-        sd: its exact posterior SD of α.
+        n_phi: human ratings N_Φ of one system.
+        n_m: metric-only ratings N_M of one system.
+        cost: one system's cost (including a separate paired set's), in the unit of
+            ``spec.cost_human``.
+        eps: its ε_{γ,β}: the posterior's exact one (rounded expected counts,
+            quadrature); a classical estimator's from its closed-form SE.
+        sd: the posterior SD of α at the plan (a classical estimator: its SE).
         reachable: the target is met within the budget (True in budget mode).
         n_phi_alone: N_Φ that human ratings alone need for the target (None without one).
         cost_alone: their cost.
         n_phi_unlimited: least N_Φ with unlimited metric ratings (N_M = :data:`UNLIMITED`).
         eps_floor: smallest ε any N_M gives with all of the budget spent on human
-            ratings (None without a budget).
+            ratings (None without a budget, and for a classical estimator).
         eps_tested: the difference the simulation tested: the target where the plan
             reaches it, else the plan's own ``eps``.
         empirical_power: share of simulated campaigns whose z-test rejects at α vs α ± ε.
@@ -46,8 +57,12 @@ class Plan:
         type1_mcse: its Monte Carlo SE.
         replicates: R, the simulated campaigns per rate (0: not simulated, rates NaN).
         seed: the simulation's seed.
-        frontier: for several N_M, the least N_Φ meeting the target (target mode).
+        frontier: for several N_M, the least N_Φ meeting the target (target mode;
+            the posterior's only).
         message: one or two plain sentences on the answer.
+        estimator: "bayes" (the posterior) or the classical estimator planned for
+            (N_Φ alone is then ``human_only``'s, and ``n_phi_unlimited`` is None).
+        pilot: the pilot file α, ρ, η were read from (:func:`~.pilot.read_pilot`), or None.
     """
 
     spec: PlanSpec
@@ -70,25 +85,44 @@ class Plan:
     seed: int
     frontier: tuple[FrontierPoint, ...] = field(default=())
     message: str = ""
+    estimator: str = "bayes"
+    pilot: Pilot | None = None
+
+    @property
+    def holds(self) -> bool:
+        """The simulated type-I rate is at most γ and the power at least the promised, each
+        within :data:`HOLDS_MCSE` Monte Carlo SEs (False when not simulated)."""
+        s = self.spec
+        return bool(
+            self.type1_rate <= s.gamma + HOLDS_MCSE * self.type1_mcse
+            and self.empirical_power >= s.power - HOLDS_MCSE * self.empirical_power_mcse
+        )
 
     def as_dict(self) -> dict:
         """The plan as JSON-able data (NaN as None); the scenario's fields are included."""
         out = self.spec.model_dump()
-        out.update({k: v for k, v in asdict(self).items() if k not in ("spec", "frontier")})
+        skip = ("spec", "frontier", "pilot")
+        out.update({k: v for k, v in asdict(self).items() if k not in skip})
         out["frontier"] = [point._asdict() for point in self.frontier]
+        out["pilot"] = None if self.pilot is None else self.pilot.as_dict()
         return {
             k: (None if isinstance(v, float) and not math.isfinite(v) else v)
             for k, v in out.items()
         }
 
     def lines(self) -> list[str]:
-        """A readable answer: the plan, the alternatives, the simulation, the frontier."""
+        """A readable answer: the pilot read, the plan (per system), the alternatives, the
+        simulation, the frontier."""
         s = self.spec
         test = f"γ = {s.gamma:g}, power {s.power:g}"
-        out = [
-            f"plan: N_Φ = {self.n_phi:,} human + N_M = {self.n_m:,} metric ratings"
+        who = "" if self.estimator == "bayes" else f" ({self.estimator})"
+        out = [] if self.pilot is None else [self.pilot.line(s)]
+        out += [
+            f"plan per system{who}: N_Φ = {self.n_phi:,} human + N_M = {self.n_m:,} metric "
+            "ratings"
             + (f" (+ {s.n_rho_eta:,} paired)" if isinstance(s.n_rho_eta, int) else "")
-            + f": cost {self.cost:,.2f}, ε = {self.eps:.5f} ({test})",
+            + f": cost {self.cost:,.2f} (two systems {2 * self.cost:,.2f}), ε = "
+            f"{self.eps:.5f} ({test})",
             self.message,
         ]
         if self.replicates:
@@ -155,6 +189,12 @@ def _message(spec: PlanSpec, n_phi, n_m, cost, eps, reachable, alone, unlimited,
     return " ".join(parts)
 
 
+#: What every plan's sizes and cost are, said under a table of them.
+PER_SYSTEM = (
+    "N_phi, N_m and cost are per system: comparing two systems rates each so (twice the cost)"
+)
+
+
 def plan_table(plans: Sequence[Plan]) -> str:
     """One row per plan: the scenario's varying inputs and the answer."""
     head = (
@@ -179,6 +219,7 @@ def plan_table(plans: Sequence[Plan]) -> str:
             f"{pl.n_phi:>10,} {pl.n_m:>12,} {pl.cost:>12,.2f} {pl.eps:>8.5f} "
             f"{sim[0]:>13} {sim[1]:>13} {'yes' if pl.reachable else 'NO'}"
         )
+    rows.append(PER_SYSTEM)
     return "\n".join(rows)
 
 
@@ -187,18 +228,65 @@ def plans_json(plans: Sequence[Plan]) -> str:
     return "\n".join(json.dumps(pl.as_dict(), ensure_ascii=False) for pl in plans)
 
 
-def estimators_text(rows: Sequence[dict], spec) -> str:
+class EstimatorPlan(NamedTuple):
+    """One estimator's plan of a scenario (a row of :func:`~.planner.plan_estimators`),
+    per system as :class:`Plan`'s, checked by campaigns simulated with that estimator.
+
+    Attributes:
+        estimator: its name.
+        n_phi, n_m, cost, eps, reachable: its plan (:class:`Plan`'s fields; 0 and NaN where
+            it does not apply).
+        reason: "" where it applies, else why not.
+        power, power_mcse, type1_rate, type1_mcse: the simulated rates (NaN: not simulated).
+        holds: :attr:`Plan.holds`.
+        best: the cheapest plan that holds among the rows (budget mode: the least ε).
+    """
+
+    estimator: str
+    n_phi: int
+    n_m: int
+    cost: float
+    eps: float
+    reachable: bool
+    reason: str
+    power: float
+    power_mcse: float
+    type1_rate: float
+    type1_mcse: float
+    holds: bool = False
+    best: bool = False
+
+    @classmethod
+    def of(cls, plan: Plan) -> EstimatorPlan:
+        """The row of a :class:`Plan` (``best`` left to the table)."""
+        return cls(
+            plan.estimator,
+            plan.n_phi,
+            plan.n_m,
+            plan.cost,
+            plan.eps,
+            plan.reachable,
+            "",
+            plan.empirical_power,
+            plan.empirical_power_mcse,
+            plan.type1_rate,
+            plan.type1_mcse,
+            plan.holds,
+        )
+
+
+def estimators_text(rows: Sequence[EstimatorPlan], spec) -> str:
     """:func:`~.planner.plan_estimators`' rows as a table, an estimator a row, and which is
     cheapest (budget mode: the least ε) among those whose simulated promise holds."""
     target = f"ε = {spec.eps:g}" if spec.eps is not None else f"budget {spec.budget:,g}"
     lines = [
-        f"plans for α = {spec.alpha:g}, ρ = {spec.rho:g}, η = {spec.eta:g}, {target} "
+        f"plans per system for α = {spec.alpha:g}, ρ = {spec.rho:g}, η = {spec.eta:g}, {target} "
         f"(γ = {spec.gamma:g}, power {spec.power:g}; a human rating {spec.cost_human:g}, a "
         f"metric rating {spec.cost_metric:g}); each simulated with its own estimator:",
         f"{'estimator':<13}{'N_Φ':>9}{'N_M':>12}{'cost':>13}{'ε':>9}"
         f"{'power':>16}{'type-I rate':>16}  holds",
     ]
-    for r in rows:
+    for r in (row._asdict() for row in rows):
         if r["reason"]:
             lines.append(f"{r['estimator']:<13}  does not apply: {r['reason']}")
             continue
@@ -213,7 +301,7 @@ def estimators_text(rows: Sequence[dict], spec) -> str:
             f"{r['estimator']:<13}{r['n_phi']:>9,}{r['n_m']:>12,}{r['cost']:>13,.2f}"
             f"{r['eps']:>9.5f}{sim}  {mark}" + ("" if r["reachable"] else "  (target unmet)")
         )
-    best = next((r for r in rows if r["best"]), None)
+    best = next((r._asdict() for r in rows if r.best), None)
     what = "cheapest" if spec.eps is not None else "least ε"
     lines.append(
         f"{what} among those whose simulated power and type-I rate hold: "
@@ -226,10 +314,15 @@ def estimators_text(rows: Sequence[dict], spec) -> str:
     return "\n".join(lines)
 
 
-def estimators_json(rows: Sequence[dict]) -> str:
-    """:func:`~.planner.plan_estimators`' rows as a JSON list (null for a number not computed)."""
+def estimators_json(rows: Sequence[EstimatorPlan], pilot: Pilot | None = None) -> str:
+    """:func:`~.planner.plan_estimators`' rows as a JSON list (null for a number not computed),
+    each with the ``pilot`` its rates were read from (null without one)."""
 
     def value(v):
         return None if isinstance(v, float) and not math.isfinite(v) else v
 
-    return json.dumps([{k: value(v) for k, v in row.items()} for row in rows])
+    read = None if pilot is None else pilot.as_dict()
+    return json.dumps(
+        [{k: value(v) for k, v in row._asdict().items()} | {"pilot": read} for row in rows],
+        ensure_ascii=False,
+    )
