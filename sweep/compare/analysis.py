@@ -40,6 +40,7 @@ __all__ = [
     "benjamini_hochberg",
     "compare_systems",
     "counts_of",
+    "held_level",
     "holm",
     "pair_table",
     "system_counts",
@@ -303,8 +304,18 @@ def adjusted_tests(p_values: np.ndarray, gamma: float, adjust: str):
     out = np.full(len(p_values), np.nan)
     out[tested] = (holm if adjust == "holm" else benjamini_hochberg)(p_values[tested])
     significant = tested & (out <= gamma)
-    m, called = max(int(tested.sum()), 1), max(int(significant.sum()), 1)
-    return out, significant, gamma / m if adjust == "holm" else gamma * called / m
+    return out, significant, held_level(gamma, adjust, int(tested.sum()), int(significant.sum()))
+
+
+def held_level(gamma: float, adjust: str, tested: int, called: int) -> float:
+    """The two-sided level a pair is held to among ``tested`` pairs of which ``called`` are
+    significant: γ unadjusted; γ/m under Holm (a pair whose tail is below it is significant
+    whatever the others); γ·R/m under BH (R called, at least 1). A pair not significant has
+    its tail above this level, so ``eps`` and the plans of what to rate next use it."""
+    if adjust == "none":
+        return gamma
+    m, called = max(tested, 1), max(called, 1)
+    return gamma / m if adjust == "holm" else gamma * called / m
 
 
 def holm(p: np.ndarray) -> np.ndarray:

@@ -3,7 +3,12 @@ its observed difference significant, from the planner (``sweep.plan.plan_grid``)
 
 The planning point is the pair's posterior: α the mean of the two systems'
 posterior means, ρ and η the means of their paired-rating posteriors, ε the
-observed difference |diff_mean|, at the comparison's γ and the asked power.
+observed difference |diff_mean|, at the asked power and at the level the
+comparison holds the pair to (:func:`~.analysis.held_level`): γ, or under
+``adjust`` γ/m (Holm) or γ·R/m (BH, R pairs called), the level of its
+``eps``. A pair not significant has its tail above that level, so its plan
+asks for more than it has; planned at the unadjusted γ, many would be told
+to add nothing.
 The plan is per system (both systems rated alike, every new human rating
 also given a metric label, as in the shared-paired-set model); what is added
 to each system is the plan's size less what it has.
@@ -14,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from binmetric_sweep.sweep.compare.analysis import Comparison
+from binmetric_sweep.sweep.compare.analysis import Comparison, held_level
 from binmetric_sweep.sweep.errors import SweepError
 
-__all__ = ["NEXT_COLUMNS", "next_ratings"]
+__all__ = ["NEXT_COLUMNS", "next_level", "next_ratings"]
 
 #: Columns :func:`next_ratings` adds to the pairs table (NaN for a significant pair).
 NEXT_COLUMNS = (
@@ -49,6 +54,7 @@ def next_ratings(
     if not 0.5 <= power < 1.0:
         raise SweepError(f"--power: {power!r} is not allowed; give a number in [0.5, 1)")
     pairs = result.pairs.copy()
+    level = next_level(result)
     for column in NEXT_COLUMNS:
         pairs[column] = np.nan
     systems = result.systems.set_index("system")
@@ -66,7 +72,7 @@ def next_ratings(
             "rho": float(r),
             "eta": float(e),
             "eps": float(ep),
-            "gamma": result.settings["gamma"],
+            "gamma": level,
             "power": power,
             "cost_human": cost_human,
             "cost_metric": cost_metric,
@@ -90,3 +96,13 @@ def next_ratings(
     for column, values in add.items():
         pairs.loc[pairs.index[todo], column] = values
     return pairs
+
+
+def next_level(result: Comparison) -> float:
+    """The two-sided level the pairs of ``result`` are planned at: γ, or the level the
+    adjustment holds a pair to (:func:`~.analysis.held_level`)."""
+    s, pairs = result.settings, result.pairs
+    adjust = s.get("adjust", "none")
+    tested = int(pairs["p_adjusted"].notna().sum()) if adjust != "none" else len(pairs)
+    called = int(pairs["significant"].fillna(False).astype(bool).sum())
+    return held_level(float(s["gamma"]), adjust, tested, called)

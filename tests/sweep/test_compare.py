@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import stat
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -283,6 +284,93 @@ def test_what_to_rate_next_plans_every_pair_that_is_not_significant():
     # A smaller difference needs more ratings.
     ordered = pairs.loc[weak].sort_values("diff_mean")
     assert ordered["add_cost"].is_monotonic_decreasing
+
+
+def expected_counts(name, alpha, rho, eta, n_phi, n_paired, n_m) -> tuple:
+    """A counts row of rounded expected counts at (α, ρ, η): n_paired of the n_phi human
+    ratings also have a metric label, n_m outputs the metric's only."""
+    pos_paired = round(alpha * n_paired)
+    m_pos = round((alpha * rho + (1 - alpha) * (1 - eta)) * n_m)
+    tp, tn = round(rho * pos_paired), round(eta * (n_paired - pos_paired))
+    return (name, n_phi, round(alpha * n_phi), n_paired, pos_paired, tp, tn, n_m, m_pos)
+
+
+#: Seven systems 0.035 apart, 120 human ratings (all paired) and 1,200 metric-only each:
+#: planned at the unadjusted γ, three pairs not significant under Holm would add nothing.
+SEVEN = counts_table(
+    *(expected_counts(f"s{i}", 0.8 - 0.035 * i, 0.85, 0.8, 120, 120, 1200) for i in range(7))
+)
+
+
+@pytest.mark.parametrize("adjust", ["holm", "bh"])
+def test_what_to_rate_next_plans_at_the_level_the_adjustment_holds_a_pair_to(adjust):
+    """Planned at the unadjusted γ, pairs called not significant under Holm were told to add
+    nothing. Each pair not significant gets ratings to add, and with them (its systems' own
+    rates, expected counts) its test at the level the adjustment holds it to passes."""
+    from binmetric_sweep.sweep.compare.next_ratings import next_level, next_ratings
+
+    result = compare_systems(SEVEN, adjust=adjust)
+    weak = ~result.pairs["significant"]
+    m, called = len(weak), int((~weak).sum())
+    assert 0 < called < m
+    level = 0.05 / m if adjust == "holm" else 0.05 * called / m
+    assert next_level(result) == pytest.approx(level, rel=1e-12)
+    pairs = next_ratings(result, cost_metric=0.01)
+    assert pairs.loc[~weak, "add_cost"].isna().all()
+    plans = pairs[weak]
+    assert plans["add_cost"].notna().all() and (plans["add_cost"] > 0).all()
+    systems = result.systems.set_index("system")
+    rows = []
+    for k, row in enumerate(plans.itertuples()):
+        for side, name in (("a", row.a), ("b", row.b)):
+            s = systems.loc[name]
+            human = s.n_human + getattr(row, f"add_human_{side}")
+            paired = s.n_paired + getattr(row, f"add_human_{side}")
+            metric = s.n_metric + getattr(row, f"add_metric_{side}")
+            rates = s.alpha_mean, s.rho_mean, s.eta_mean
+            rows.append(expected_counts(f"{k}{side}", *rates, human, paired, metric))
+    for start in range(0, len(rows), 8):  # eight systems a call: the programs compiled above
+        after = compare_systems(counts_table(*rows[start : start + 8]), gamma=level)
+        index = {name: i for i, name in enumerate(after.systems["system"])}
+        for k in range(start // 2, min(start // 2 + 4, len(plans))):
+            p = after.p_better[index[f"{k}a"], index[f"{k}b"]]
+            assert p > 1 - level / 2, (plans.iloc[k].to_dict(), p)
+    rule = "γ/m" if adjust == "holm" else "γ·R/m"
+    text = comparison_text(replace(result, pairs=pairs))
+    assert f"planned at the level each pair is held to, {rule} = {level:.2g}):" in text
+    assert "+0 human +0 metric" not in text
+
+
+def test_a_pair_whose_sizes_meet_its_plan_is_not_told_to_add_nothing():
+    """Where the model's SD at a pair's sizes is below its posterior's (here an SD set wide by
+    hand), the plan adds nothing: the text says why instead of "+0 human +0 metric"."""
+    from binmetric_sweep.sweep.compare.analysis import Comparison, pair_table
+    from binmetric_sweep.sweep.compare.next_ratings import next_ratings
+
+    systems = pd.DataFrame(
+        {
+            "system": ["x", "y"],
+            "n_outputs": 60_000,
+            "n_human": 20_000,
+            "n_paired": 20_000,
+            "n_metric": 40_000,
+            "alpha_mean": [0.63, 0.6],
+            "alpha_sd": 0.05,
+            "ci_low": [0.53, 0.5],
+            "ci_high": [0.73, 0.7],
+            "rho_mean": 0.8,
+            "eta_mean": 0.8,
+        }
+    )
+    p = np.array([[0.5, 0.66], [0.34, 0.5]])
+    settings = {"rates": "per-system", "gamma": 0.05, "level": 0.95, "adjust": "none"}
+    settings["method"] = "quadrature"
+    result = Comparison(systems, pair_table(systems, p, 0.05, "none"), settings, [], p)
+    pairs = next_ratings(result, cost_metric=0.01)
+    assert pairs["add_cost"].tolist() == [0.0]
+    text = comparison_text(replace(result, pairs=pairs))
+    assert "x vs y (diff +0.030): no plan; its ratings already meet the plan" in text
+    assert "+0 human" not in text and "planned at the level" not in text
 
 
 def test_the_command_prints_writes_and_refuses(tmp_path, capsys):
