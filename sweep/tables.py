@@ -40,7 +40,16 @@ __all__ = [
     "format_table",
     "format_value",
     "table_notes",
+    "value_header",
+    "undercovered",
+    "mark_table",
+    "check_replicated",
+    "coverage_note",
+    "surface_interval",
     "MEANINGS",
+    "INTERVAL_VALUES",
+    "REPLICATE_VALUES",
+    "DEFAULT_INTERVAL",
 ]
 
 AXES: tuple[str, ...] = (
@@ -68,8 +77,9 @@ INTEGER_VALUES: frozenset[str] = frozenset(
 
 #: What each value column means, in words (``sweep show`` prints it above the table).
 MEANINGS: dict[str, str] = {
-    "eps": "ε, the smallest difference between two systems a two-sided test at γ calls "
-    "significant (with the row's power)",
+    "eps": "ε, the smallest difference between two systems that a two-sided test at level γ "
+    "calls significant with probability `power` (power 0.5: the published ε; `sweep plan` "
+    "plans for power 0.8 by default, which at γ = 0.05 needs about twice the ratings)",
     "se_mean": "mean SE of α over replicates (bayes: mean posterior SD)",
     "se_sd": "SD of the SE over replicates",
     "se_ratio": "mean SE over the SD of the estimates (below 1: over-confident)",
@@ -88,6 +98,38 @@ MEANINGS: dict[str, str] = {
     "nonfinite": "replicates whose numbers are not finite",
     "not_applicable": "replicates where the estimator does not apply",
     "replicates": "replicates per configuration",
+}
+
+#: Values read off each estimator's interval or SE. Where the estimator's coverage is far
+#: below the nominal level (:func:`undercovered`) its intervals are too narrow, and these
+#: describe an interval that does not hold α as often as it claims: ``sweep show`` and
+#: ``sweep plot`` mark those cells.
+INTERVAL_VALUES: frozenset[str] = frozenset({"eps", "se_mean", "width_mean", "coverage"})
+
+#: Values that summarise the spread over replicates. With expected counts (one replicate
+#: per configuration, every count its expected value) they are undefined or 0 and 1, and
+#: say nothing: :func:`check_replicated` refuses them there.
+REPLICATE_VALUES: tuple[str, ...] = (
+    "coverage",
+    "coverage_mcse",
+    "coverage_low",
+    "coverage_high",
+    "bias_sd",
+    "bias_mcse",
+    "se_sd",
+    "se_ratio",
+)
+
+#: The interval level of a sweep file that names none (``interval``), assumed for a
+#: surface that does not say (see :func:`surface_interval`).
+DEFAULT_INTERVAL = 0.95
+
+#: What each consequence of too narrow an interval means for a value (:func:`coverage_note`).
+_UNDERCOVERED = {
+    "eps": "an ε of such an interval is not a valid ε",
+    "se_mean": "such an SE understates the estimate's error",
+    "width_mean": "the width of such an interval is no measure of precision",
+    "coverage": "the intervals are too narrow",
 }
 
 RELATIVE_TOLERANCE = 1e-9
@@ -308,8 +350,10 @@ def select_cells(
     messages use those option names. Returns the filtered DataFrame, one row
     per distinct combination of the ``axes`` columns. Raises SweepError when an
     axis or the value is not a surface column, two options name the same axis,
-    or another axis still varies within a combination (``--where must fix
-    rho (it takes 0.51, 0.7 in these rows)``, naming every such axis).
+    the value needs replicates and the rows have expected counts
+    (:func:`check_replicated`), or another axis still varies within a
+    combination (``--where must fix rho (it takes 0.51, 0.7 in these rows)``,
+    naming every such axis).
     """
     if len(surface) == 0:
         raise SweepError("the surface has no rows; nothing to tabulate or plot")
@@ -324,6 +368,7 @@ def select_cells(
                 )
     _check_value(surface, value)
     frame = filter_surface(surface, where)
+    check_replicated(frame, value)
     names = [name for _, name in fields]
     groups = frame.groupby(names, dropna=False, sort=False)
     if int(groups.size().max()) <= 1:
@@ -430,15 +475,24 @@ def pivot_surface(
     return table
 
 
-def format_table(table: pd.DataFrame, value: str, digits: int = 3) -> str:
+def format_table(
+    table: pd.DataFrame,
+    value: str,
+    digits: int = 3,
+    marks: pd.DataFrame | None = None,
+    marker: str = "*",
+) -> str:
     """A table from :func:`pivot_surface` as aligned plain text, as printed in papers.
 
     The first line is the header: ``rows\\cols`` (the two axis names) then the
     column values; each further line is a row value then its cells. Cells show
     ``digits`` decimals, or none for a count (an integer table, or a ``value``
     such as ``divergences`` whose cells are whole numbers); an empty cell shows
-    ``—``. Columns are right-aligned, the row labels left-aligned. Returns the
-    text without a trailing newline.
+    ``—``. ``marks`` (a boolean table of the same shape, e.g. from
+    :func:`mark_table`) puts ``marker`` after each marked cell's number
+    (``0.013*``), the other cells padded so that the digits stay aligned.
+    Columns are right-aligned, the row labels left-aligned. Returns the text
+    without a trailing newline.
     """
     if isinstance(digits, bool) or not isinstance(digits, int | np.integer) or digits < 0:
         raise SweepError(f"--digits {digits!r} is not a whole number ≥ 0; use e.g. --digits 3")
@@ -458,11 +512,21 @@ def format_table(table: pd.DataFrame, value: str, digits: int = 3) -> str:
         # A value that rounds to zero is shown unsigned: "-0.000" reads as a negative bias.
         return text.lstrip("-") if float(text) == 0 else text
 
+    flags = np.zeros(cells.shape, dtype=bool)
+    if marks is not None:
+        flags = np.asarray(marks, dtype=bool)
+        if flags.shape != cells.shape:
+            raise SweepError(f"marks: shape {flags.shape} is not the table's {cells.shape}")
+    pad = " " * len(marker) if flags.any() else ""
+
+    def marked(x: float, flag: bool) -> str:
+        return cell(x) + (marker if flag else pad)
+
     corner = f"{table.index.name or 'rows'}\\{table.columns.name or 'cols'}"
-    header = [corner, *(format_value(c) for c in table.columns)]
+    header = [corner, *(format_value(c) + pad for c in table.columns)]
     body = [
-        [format_value(r), *(cell(x) for x in row)]
-        for r, row in zip(table.index, cells, strict=True)
+        [format_value(r), *(marked(x, f) for x, f in zip(row, flag_row, strict=True))]
+        for r, row, flag_row in zip(table.index, cells, flags, strict=True)
     ]
     lines = [header, *body]
     widths = [max(len(line[j]) for line in lines) for j in range(len(header))]
@@ -487,3 +551,155 @@ def table_notes(frame: pd.DataFrame, value: str) -> list[str]:
                 "eps is 1 by convention where n_phi = n_m = 0: no ratings, no evidence about α"
             )
     return notes
+
+
+def check_replicated(frame: pd.DataFrame, value: str) -> None:
+    """Refuse a value of :data:`REPLICATE_VALUES` where ``frame`` has expected counts.
+
+    Expected counts make one "replicate" per configuration, every count its
+    expected value: coverage is then 1 or 0 (whether that one interval holds
+    α), its Monte Carlo SE 0 and its Wilson interval one replicate's, and an
+    SD over replicates (``bias_sd``, ``se_sd``, ``bias_mcse``, ``se_ratio``) is
+    undefined. A table of them would look like a result and say nothing.
+    """
+    if value not in REPLICATE_VALUES or "counts" not in frame.columns:
+        return
+    if not (frame["counts"].astype(str) == "expected").any():
+        return
+    if value == "coverage":
+        why = "coverage is 1 or 0 (whether the one interval holds α), not a share of replicates"
+    elif value.startswith("coverage_"):
+        why = f"{value} is that of one replicate's coverage of 1 or 0"
+    else:
+        why = f"{value} needs the spread over replicates and is undefined"
+    raise SweepError(
+        f"--value {value!r}: these rows have counts: expected, one replicate per "
+        f"configuration with every count its expected value, so {why}; "
+        f"{', '.join(REPLICATE_VALUES)} need a sweep with counts: sampled and many replicates "
+        "(e.g. configs/sampled-coverage.yaml)"
+    )
+
+
+def surface_interval(surface: pd.DataFrame, interval: float | None = None) -> float:
+    """The nominal level of the surface's intervals: ``interval``, else the sweep's.
+
+    :func:`sweep.load_surface` records the sweep's ``interval`` in
+    ``surface.attrs["interval"]``; a surface read another way is taken to be
+    at the sweep file's default, :data:`DEFAULT_INTERVAL`.
+    """
+    if interval is None:
+        interval = surface.attrs.get("interval", DEFAULT_INTERVAL)
+    level = float(interval)
+    if not 0.0 < level < 1.0:
+        raise SweepError(f"interval {interval!r} is not a level in (0, 1); e.g. 0.95")
+    return level
+
+
+def undercovered(frame: pd.DataFrame, interval: float | None = None) -> np.ndarray:
+    """``(len(frame),)`` True where the row's estimator covers α far less often than promised.
+
+    With sampled counts: the 95 % Wilson interval of its coverage
+    (``coverage_high``) lies wholly below the nominal level ``interval``
+    (:func:`surface_interval`). With expected counts, where coverage is one
+    replicate's: that one interval, at the expected counts, misses the true α
+    (coverage 0). Rows without a coverage (the estimator does not apply) are
+    not marked; nor is any row of a surface without coverage columns.
+    """
+    marked = np.zeros(len(frame), dtype=bool)
+    if "coverage_high" not in frame.columns:
+        return marked
+    level = surface_interval(frame, interval)
+    high = frame["coverage_high"].to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        marked |= high < level
+        if "counts" in frame.columns and "coverage" in frame.columns:
+            expected = (frame["counts"].astype(str) == "expected").to_numpy(dtype=bool)
+            coverage = frame["coverage"].to_numpy(dtype=float, na_value=np.nan)
+            marked |= expected & (coverage == 0.0)
+    return marked
+
+
+def mark_table(
+    frame: pd.DataFrame, rows: str, cols: str, value: str, interval: float | None = None
+) -> pd.DataFrame | None:
+    """Which cells of ``pivot_surface(frame, rows, cols, value)`` to mark, or None for none.
+
+    A cell is marked where ``value`` rests on the estimator's interval or SE
+    (:data:`INTERVAL_VALUES`) and the row is :func:`undercovered`. ``frame``
+    is the rows :func:`select_cells` chose. Returns a boolean table with the
+    pivot's index and columns, or None when no cell is marked.
+    """
+    if value not in INTERVAL_VALUES:
+        return None
+    marked = undercovered(frame, interval)
+    if not marked.any():
+        return None
+    flags = frame[[rows, cols]].assign(marked=marked.astype(float))
+    table = pivot_surface(flags, rows, cols, "marked")
+    return table.fillna(0.0).astype(bool)
+
+
+def coverage_note(
+    frame: pd.DataFrame, value: str, marker: str = "*", interval: float | None = None
+) -> str | None:
+    """The line under a table saying which cells ``marker`` marks and why; None if none.
+
+    The cells of :func:`mark_table`: with sampled counts, coverage far below
+    the nominal level (its Wilson interval below it); with expected counts,
+    an interval that misses α.
+    """
+    if value not in INTERVAL_VALUES:
+        return None
+    marked = undercovered(frame, interval)
+    if not marked.any():
+        return None
+    level = surface_interval(frame, interval)
+    expected = (
+        "counts" in frame.columns and (frame.loc[marked, "counts"].astype(str) == "expected").all()
+    )
+    if expected:
+        where = "the interval at the expected counts misses the true α"
+    else:
+        where = (
+            f"coverage is far below the nominal {level:g} (its 95 % Wilson interval lies "
+            f"below {level:g})"
+        )
+    return f"{marker} marks the cells where {where}: {_UNDERCOVERED[value]}"
+
+
+def _level_phrase(frame: pd.DataFrame, name: str, rows: str | None, cols: str | None) -> str:
+    """``γ = 0.05`` or ``power 0.5`` from the rows, or where it varies, that it does."""
+    words = {"gamma": "γ = {}", "power": "power {}"}[name]
+    values = _sorted_unique(frame[name])
+    if len(values) == 1:
+        return words.format(format_value(values[0]))
+    if name in (rows, cols):
+        return words.format(f"of each {'row' if name == rows else 'column'}")
+    return words.format(_short_list(values)) + " (across the table)"
+
+
+def value_header(
+    frame: pd.DataFrame,
+    value: str,
+    rows: str | None = None,
+    cols: str | None = None,
+    interval: float | None = None,
+) -> str:
+    """The line ``sweep show`` prints above a table of ``value`` over the rows ``frame``.
+
+    The value and its meaning (:data:`MEANINGS`); for ``eps`` the γ and power
+    it is at, as numbers read from the rows (``eps at γ = 0.05, power 0.5:
+    …``), or ``of each row`` where ``rows`` or ``cols`` is that axis; for
+    ``coverage`` and ``width_mean`` the intervals' nominal level.
+    """
+    meaning = MEANINGS.get(value)
+    name = value
+    if value == "eps":
+        levels = [_level_phrase(frame, n, rows, cols) for n in ("gamma", "power") if n in frame]
+        if levels:
+            name = f"{value} at {', '.join(levels)}"
+    if value in ("coverage", "width_mean") and (interval is not None or "interval" in frame.attrs):
+        meaning = (
+            f"{meaning} (intervals at the nominal level {surface_interval(frame, interval):g})"
+        )
+    return f"{name}: {meaning}" if meaning else name

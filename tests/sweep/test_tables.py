@@ -6,14 +6,20 @@ import pytest
 
 from binmetric_sweep.sweep.tables import (
     AXES,
+    REPLICATE_VALUES,
+    coverage_note,
     filter_surface,
     format_table,
     format_value,
+    mark_table,
     parse_where,
     pivot_surface,
     select_cells,
+    surface_interval,
     table_notes,
+    undercovered,
     value_columns,
+    value_header,
 )
 
 from .helpers import refuses
@@ -75,7 +81,8 @@ def test_pivot_puts_sorted_axis_values_on_rows_and_columns(surface):
 
 
 def test_pivot_leaves_missing_cells_nan_and_keeps_integer_values(surface):
-    table = pivot_surface(surface, "n_phi", "n_m", "coverage", {"rho": 0.51})
+    sampled = surface.assign(counts="sampled", replicates=400)  # coverage needs replicates
+    table = pivot_surface(sampled, "n_phi", "n_m", "coverage", {"rho": 0.51})
     assert np.isnan(table.loc[250, 10000]) and table.loc[100, 1000] == 0.95
     partial = surface[~((surface.n_phi == 0) & (surface.n_m == 0))]
     table = pivot_surface(partial, "n_phi", "n_m", "eps", {"rho": 0.7})
@@ -270,7 +277,8 @@ def test_format_table_shows_counts_whole_and_gaps_as_dashes(surface):
     counts = pivot_surface(surface, "n_phi", "n_m", "divergences", {"rho": 0.7})
     body = [line.split()[1:] for line in format_table(counts, "divergences").splitlines()[1:]]
     assert all(cell.isdigit() for row in body for cell in row)
-    coverage = pivot_surface(surface, "n_phi", "n_m", "coverage", {"rho": 0.7})
+    sampled = surface.assign(counts="sampled", replicates=400)  # coverage needs replicates
+    coverage = pivot_surface(sampled, "n_phi", "n_m", "coverage", {"rho": 0.7})
     text = format_table(coverage, "coverage")
     assert "—" in text.splitlines()[3] and "0.950" in text
 
@@ -293,3 +301,108 @@ def test_format_table_refuses_negative_digits(surface):
 )
 def test_format_value(value, text):
     assert format_value(value) == text
+
+
+def covering_surface(surface: pd.DataFrame) -> pd.DataFrame:
+    """ρ = 0.7 of the surface, sampled with 400 replicates: coverage far below 0.95 (its
+    Wilson interval 0.86 to 0.92) where N_M = 10000, near it (0.93 to 0.97) elsewhere."""
+    frame = surface[surface.rho == 0.7].assign(counts="sampled", replicates=400)
+    far = (frame.n_m == 10000).to_numpy()
+    return frame.assign(
+        coverage=np.where(far, 0.89, 0.95),
+        coverage_low=np.where(far, 0.86, 0.93),
+        coverage_high=np.where(far, 0.92, 0.97),
+    )
+
+
+def test_eps_says_the_gamma_and_power_it_is_at_as_numbers(surface):
+    frame = select_cells(
+        surface.assign(power=0.5), {"--rows": "n_phi", "--cols": "n_m"}, "eps", {"rho": 0.7}
+    )
+    header = value_header(frame, "eps", "n_phi", "n_m")
+    assert header.startswith("eps at γ = 0.05, power 0.5: ε, the smallest difference")
+    assert "the row's power" not in header and "published ε" in header and "0.8" in header
+    # Power on the columns: said per column; varying and not on the table: --where must fix it.
+    both = pd.concat([surface.assign(power=0.5), surface.assign(power=0.8)], ignore_index=True)
+    where = {"rho": 0.7, "n_m": 1000}
+    frame = select_cells(both, {"--rows": "n_phi", "--cols": "power"}, "eps", where)
+    assert value_header(frame, "eps", "n_phi", "power").startswith(
+        "eps at γ = 0.05, power of each column:"
+    )
+    refuses(lambda: pivot_surface(both, "n_phi", "n_m", "eps", {"rho": 0.7}), "must fix power")
+    # Other values keep their meaning alone; an interval's width names its level.
+    assert value_header(frame, "se_mean").startswith("se_mean: mean SE of α")
+    assert value_header(frame, "width_mean", interval=0.9).endswith(
+        "(intervals at the nominal level 0.9)"
+    )
+
+
+def test_cells_whose_coverage_is_far_below_nominal_are_marked(surface):
+    frame = covering_surface(surface)
+    marked = undercovered(frame)
+    assert marked.tolist() == (frame.n_m == 10000).tolist()
+    assert not undercovered(frame, interval=0.9).any()  # 0.92 is not below a 90 % level
+    assert not undercovered(frame.assign(coverage_high=np.nan)).any()  # not applicable
+    assert not undercovered(frame.drop(columns=["coverage_low", "coverage_high"])).any()
+    table = pivot_surface(frame, "n_phi", "n_m", "eps")
+    marks = mark_table(frame, "n_phi", "n_m", "eps")
+    assert marks.index.equals(table.index) and marks.columns.equals(table.columns)
+    assert marks[10000].all() and not marks[[0, 1000]].any().any()
+    lines = format_table(table, "eps", marks=marks).splitlines()
+    assert lines[1].split() == ["0", "0.700", "0.583", "0.233*"]
+    # The digits stay aligned: every cell's last digit in the same column of text.
+    ends = {line.rstrip("*").rstrip().__len__() for line in lines[1:]}
+    assert len(ends) == 1 and lines[0].rstrip().__len__() == next(iter(ends))
+    note = coverage_note(frame, "eps")
+    assert note.startswith("* marks the cells where coverage is far below the nominal 0.95")
+    assert "Wilson" in note and note.endswith("an ε of such an interval is not a valid ε")
+    for value in ("se_mean", "width_mean", "coverage"):
+        assert mark_table(frame, "n_phi", "n_m", value) is not None
+        assert coverage_note(frame, value) is not None
+    for value in ("bias_mean", "divergences"):  # not read off the interval: nothing marked
+        assert mark_table(frame.assign(bias_mean=0.0), "n_phi", "n_m", value) is None
+        assert coverage_note(frame, value) is None
+    assert mark_table(frame.assign(coverage_high=0.99), "n_phi", "n_m", "eps") is None
+
+
+def test_expected_counts_mark_an_interval_that_misses_alpha(surface):
+    # One replicate: coverage 0 (its Wilson interval 0 to 0.79) where the interval at the
+    # expected counts misses α; 1 (0.21 to 1) where it holds it.
+    frame = surface[surface.rho == 0.7]
+    misses = (frame.n_m == 10000).to_numpy()
+    frame = frame.assign(
+        coverage=np.where(misses, 0.0, 1.0),
+        coverage_low=np.where(misses, 0.0, 0.21),
+        coverage_high=np.where(misses, 0.79, 1.0),
+    )
+    assert undercovered(frame).tolist() == misses.tolist()
+    assert undercovered(frame, interval=0.5).tolist() == misses.tolist()  # whatever the level
+    note = coverage_note(frame, "eps")
+    assert "the interval at the expected counts misses the true α" in note
+
+
+@pytest.mark.parametrize("value", REPLICATE_VALUES)
+def test_expected_counts_refuse_values_that_need_replicates(surface, value):
+    frame = surface.assign(**{v: 1.0 for v in REPLICATE_VALUES})
+    message = refuses(
+        lambda: pivot_surface(frame, "n_phi", "n_m", value, {"rho": 0.7}),
+        f"--value {value!r}",
+        "counts: expected",
+        "one replicate",
+        "counts: sampled",
+    )
+    assert len(message) < 400
+    sampled = frame.assign(counts="sampled", replicates=400)
+    assert pivot_surface(sampled, "n_phi", "n_m", value, {"rho": 0.7}).shape == (3, 3)
+    for other in ("eps", "se_mean", "bias_mean", "rmse", "width_mean"):
+        frame = frame.assign(bias_mean=0.0, rmse=0.0, width_mean=0.1)
+        assert pivot_surface(frame, "n_phi", "n_m", other, {"rho": 0.7}).shape == (3, 3)
+
+
+def test_the_nominal_level_is_the_sweep_s(surface):
+    assert surface_interval(surface) == 0.95  # a surface that does not say: the default
+    frame = covering_surface(surface)
+    frame.attrs["interval"] = 0.9  # as sweep.load_surface records it
+    assert surface_interval(frame) == 0.9 and not undercovered(frame).any()
+    assert surface_interval(frame, 0.99) == 0.99
+    refuses(lambda: surface_interval(frame, 1.5), "interval", "(0, 1)")
