@@ -34,10 +34,14 @@ from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.paths import check_parents
 from binmetric_sweep.sweep.tables import (
     INTEGER_VALUES,
+    INTERVAL_VALUES,
     axis_columns,
     format_value,
+    mark_table,
     pivot_surface,
     select_cells,
+    surface_interval,
+    undercovered,
 )
 
 if TYPE_CHECKING:
@@ -188,9 +192,13 @@ def _single(frame: pd.DataFrame, name: str, shown: Collection[str]) -> tuple[boo
 def setting_phrases(frame: pd.DataFrame, shown: Collection[str] = ()) -> list[str]:
     """Mathtext phrases naming each setting held fixed in ``frame``'s rows, ``shown`` axes aside.
 
-    In this order, where fixed: α; ρ and η (``ρ = η = 0.7`` when equal,
-    ``(known)`` when known numbers); N_Φ and N_M; the paired design (``N_ρη =
-    N_Φ`` shared, or a separate set's N_ρη and ψ); γ; power; counts; method;
+    In this order, where fixed: the estimator (``bayes (NUTS)``: the method
+    only for the posterior, which alone it computes); α; ρ and η (``ρ = η =
+    0.7`` when equal, ``η = ρ`` when they vary together, ``(known)`` when
+    known numbers); N_Φ and N_M; the paired design (``N_ρη = N_Φ`` shared, or
+    a separate set's N_ρη and ψ); γ; power; counts; the posterior's method
+    when the estimators shown include ``bayes`` (or the rows have no
+    estimator column, as a bayes-only surface of an older version);
     replicates when more than one. Values are read from the rows, not from
     the filters.
     """
@@ -198,10 +206,24 @@ def setting_phrases(frame: pd.DataFrame, shown: Collection[str] = ()) -> list[st
     def fixed(name: str) -> tuple[bool, object]:
         return _single(frame, name, shown)
 
+    has_method, method = fixed("method")
+    method_text = _METHODS.get(str(method), str(method)) if has_method and method else None
+    has_estimator, estimator = fixed("estimator")
+    phrases: list[str] = []
+    if has_estimator and estimator is not None:
+        bayes = str(estimator) == "bayes" and method_text
+        phrases.append(f"bayes ({method_text})" if bayes else str(estimator))
+        method_text = None
+    elif "estimator" in frame.columns and not (frame["estimator"].astype(str) == "bayes").any():
+        method_text = None  # no posterior among the rows: the method computed none of them
+    elif "estimator" in frame.columns and method_text:
+        method_text = f"bayes by {method_text}"
     has_alpha, alpha = fixed("alpha")
-    phrases = [f"{_symbol('alpha')} = {format_value(alpha)}"] if has_alpha else []
+    if has_alpha:
+        phrases.append(f"{_symbol('alpha')} = {format_value(alpha)}")
     has_known, known = fixed("rho_eta_known")
     rates = {n: v for n, (ok, v) in (("rho", fixed("rho")), ("eta", fixed("eta"))) if ok}
+    phrases += _tied_rates(frame, rates, shown)
     phrases += rate_phrases(rates, known=has_known and bool(known))
     for size in ("n_phi", "n_m"):
         has, value = fixed(size)
@@ -213,13 +235,26 @@ def setting_phrases(frame: pd.DataFrame, shown: Collection[str] = ()) -> list[st
         has, value = fixed(name)
         if has and value is not None:
             phrases.append(text.format(_symbol(name), format_value(value)))
-    has_method, method = fixed("method")
-    if has_method and method is not None:
-        phrases.append(_METHODS.get(str(method), str(method)))
+    if method_text:
+        phrases.append(method_text)
     has_replicates, replicates = fixed("replicates")
     if has_replicates and replicates is not None and int(replicates) > 1:
         phrases.append(f"{int(replicates)} replicates")
     return phrases
+
+
+def _tied_rates(
+    frame: pd.DataFrame, rates: Mapping[str, object], shown: Collection[str]
+) -> list[str]:
+    """``η = ρ`` when ρ and η vary (one on an axis of the figure) but are equal in every row."""
+    if len(rates) == 2 or not {"rho", "eta"} <= set(frame.columns) or len(frame) == 0:
+        return []
+    if {"rho", "eta"} <= set(shown):
+        return []
+    if not (frame["rho"] == frame["eta"]).fillna(False).all():
+        return []
+    rho, eta = _symbol("rho"), _symbol("eta")
+    return [f"{rho} = {eta}" if "eta" in shown else f"{eta} = {rho}"]
 
 
 def rate_phrases(rates: Mapping[str, object], known: bool) -> list[str]:
@@ -261,7 +296,7 @@ def _visible_length(text: str) -> int:
 
 def wrap_phrases(head: str, phrases: Sequence[str], width: float) -> str:
     """``head`` then ``phrases`` joined by commas, broken into lines that fit ``width`` inches."""
-    limit = max(20, int(width * 72 / (0.56 * FONT)))
+    limit = _line_limit(width)
     lines: list[str] = []
     line = head
     for phrase in phrases:
@@ -432,8 +467,18 @@ def _heatmap_size(width: float, n_rows: int) -> tuple[float, float]:
     return width, min(1.3 * width, max(2.0, 1.15 + 0.24 * n_rows))
 
 
-def _heatmap(fig: Figure, frame: pd.DataFrame, value: str, rows: str, cols: str) -> None:
-    """Draw the selected rows as a heatmap, ``rows`` axis down and ``cols`` across."""
+def _heatmap(
+    fig: Figure,
+    frame: pd.DataFrame,
+    value: str,
+    rows: str,
+    cols: str,
+    marks: pd.DataFrame | None = None,
+) -> None:
+    """Draw the selected rows as a heatmap, ``rows`` axis down and ``cols`` across.
+
+    Cells ``marks`` marks (:func:`sweep.tables.mark_table`) are hatched.
+    """
     from matplotlib import colormaps
 
     table = pivot_surface(frame, rows, cols, value)
@@ -459,6 +504,37 @@ def _heatmap(fig: Figure, frame: pd.DataFrame, value: str, rows: str, cols: str)
     _colorbar(fig, ax, image, value, extend, power)
     hide_overlapping_ticklabels(fig, ax)
     _annotate(fig, ax, cells, norm, cmap, fmt)
+    if marks is not None:
+        _hatch(ax, np.asarray(marks, dtype=bool), cells, norm, cmap)
+
+
+def _contrast(x: float, norm, cmap) -> str:
+    """Black or white, whichever reads better on the colour of value ``x``."""
+    if math.isnan(x):
+        return "0.35"
+    r, g, b, _ = cmap(norm(x))
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
+def _hatch(ax: Axes, marks: np.ndarray, cells: np.ndarray, norm, cmap) -> None:
+    """Hatch the marked cells (in the colour of their text), under the cells' values."""
+    from matplotlib.patches import Rectangle
+
+    for (i, j), flag in np.ndenumerate(marks):
+        if flag:
+            ax.add_patch(
+                Rectangle(
+                    (j - 0.5, i - 0.5),
+                    1.0,
+                    1.0,
+                    fill=False,
+                    hatch="////",
+                    edgecolor=_contrast(cells[i, j], norm, cmap),
+                    linewidth=0.0,
+                    alpha=0.55,
+                    zorder=1.5,
+                )
+            )
 
 
 def _colorbar(fig: Figure, ax: Axes, image, value: str, extend: str, power: int) -> None:
@@ -499,12 +575,8 @@ def _annotate(fig: Figure, ax: Axes, cells: np.ndarray, norm, cmap, fmt) -> None
     if size < _MIN_CELL_FONT:
         return
     for (i, j), x in np.ndenumerate(cells):
-        if math.isnan(x):
-            color = "0.35"
-        else:
-            r, g, b, _ = cmap(norm(x))
-            color = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-        ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=size, color=color)
+        color = _contrast(x, norm, cmap)
+        ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=size, color=color, zorder=3)
 
 
 # --- log axes ---------------------------------------------------------------------------
@@ -619,6 +691,8 @@ def _line_label(name: str, key: object) -> str:
     """A legend text for the line of ``name`` = ``key``: ``$N_\\Phi$ = 2.5k``."""
     if key is None and name == "n_rho_eta":
         return SYMBOLS["rho_eta_known"]
+    if name == "estimator":
+        return str(key)
     return f"{_symbol(name)} = {_axis_text(name, key)}"
 
 
@@ -668,35 +742,50 @@ def _lines(
     lines: str | None,
     log_x: bool | None,
     log_y: bool | None,
+    marked: np.ndarray | None = None,
 ) -> list[str]:
-    """Draw the selected rows as lines along ``x``; returns notes for under the title."""
+    """Draw the selected rows as lines along ``x``; returns notes for under the title.
+
+    Points whose row ``marked`` marks (:func:`sweep.tables.undercovered`) are hollow.
+    """
     notes: list[str] = []
+    marked = np.zeros(len(frame), dtype=bool) if marked is None else np.asarray(marked, bool)
     xs = frame[x].to_numpy(dtype=float, na_value=np.nan)
     if np.isnan(xs).any():
         missing = int(np.isnan(xs).sum())
         notes.append(f"{missing} point{'s' * (missing > 1)} with no {_symbol(x)} left out")
-        frame, xs = frame.loc[~np.isnan(xs)], xs[~np.isnan(xs)]
+        keep = ~np.isnan(xs)
+        frame, xs, marked = frame.loc[keep], xs[keep], marked[keep]
     ax = fig.add_subplot()
     style_axes(ax)
     ys = frame[value].to_numpy(dtype=float, na_value=np.nan)
     style = {"marker": "o", "markersize": 3, "linewidth": 1.0}
+
+    def line(mask: np.ndarray, color, **more) -> None:
+        order = np.argsort(xs[mask], kind="stable")
+        ax.plot(xs[mask][order], ys[mask][order], color=color, **style, **more)
+        hollow = mask & marked
+        if hollow.any():
+            ax.plot(
+                xs[hollow],
+                ys[hollow],
+                ls="none",
+                marker="o",
+                markersize=3.6,
+                markerfacecolor="white",
+                markeredgecolor=color,
+                markeredgewidth=0.9,
+                zorder=3,
+            )
+
     if lines is None:
-        order = np.argsort(xs, kind="stable")
-        ax.plot(xs[order], ys[order], color="C0", **style)
+        line(np.ones(len(xs), dtype=bool), "C0")
     else:
         groups = frame[lines]
         keys = sorted(groups.dropna().unique().tolist()) + ([None] if groups.isna().any() else [])
         for key, color in zip(keys, _palette(keys), strict=True):
             mask = groups.isna() if key is None else (groups == key).fillna(False)
-            mask = mask.to_numpy(bool)
-            order = np.argsort(xs[mask], kind="stable")
-            ax.plot(
-                xs[mask][order],
-                ys[mask][order],
-                color=color,
-                label=_line_label(lines, key),
-                **style,
-            )
+            line(mask.to_numpy(bool), color, label=_line_label(lines, key))
     _x_scale(ax, xs, x, _auto_log_x(xs, x) if log_x is None else log_x)
     _y_scale(ax, ys, value, log_y)
     ax.set_xlabel(label(x))
@@ -755,6 +844,7 @@ def surface_figure(
     log_y: bool | None = None,
     title: str | None = None,
     width: float = COLUMN_WIDTH,
+    interval: float | None = None,
 ) -> Figure:
     """The figure :func:`plot_surface` saves (same arguments but ``out``), drawn but not saved."""
     mode = _check_mode(rows, cols, x, lines, log_x, log_y)
@@ -772,14 +862,75 @@ def surface_figure(
     if title is None:
         head = SYMBOLS.get(value, label(value))
         title = wrap_phrases(head, setting_phrases(frame, shown), width)
+    mark = "hatched" if mode == "heatmap" else "hollow"
+    notes = [n for n in (_coverage_note(frame, value, mark, interval), _unfinished(surface)) if n]
+
+    def heading(notes: list[str]) -> str:
+        return "\n".join([title, *(_wrap_note(f"({n})", width) for n in notes)])
+
     if mode == "heatmap":
-        fig.suptitle(title, fontsize=FONT)
-        _heatmap(fig, frame, value, rows, cols)
+        fig.suptitle(heading(notes), fontsize=FONT)  # first: the cells' text fits what is left
+        _heatmap(fig, frame, value, rows, cols, mark_table(frame, rows, cols, value, interval))
         return fig
-    notes = _lines(fig, frame, value, x, lines, log_x, log_y)
-    fig.suptitle("\n".join([title, *(f"({note})" for note in notes)]), fontsize=FONT)
+    marked = undercovered(frame, interval) if value in INTERVAL_VALUES else None
+    notes = _lines(fig, frame, value, x, lines, log_x, log_y, marked) + notes
+    fig.suptitle(heading(notes), fontsize=FONT)
     hide_overlapping_ticklabels(fig, fig.axes[0])
     return fig
+
+
+#: For a figure's note on marked cells: what too narrow an interval makes of each value.
+_INVALID = {
+    "eps": r"$\varepsilon$ not valid",
+    "se_mean": "SE too small",
+    "width_mean": "interval too narrow",
+    "coverage": "interval too narrow",
+}
+
+
+def _coverage_note(
+    frame: pd.DataFrame, value: str, mark: str, interval: float | None
+) -> str | None:
+    """The note under a figure's title on its marked cells (:func:`sweep.tables.undercovered`)."""
+    if value not in INTERVAL_VALUES:
+        return None
+    marked = undercovered(frame, interval)
+    if not marked.any():
+        return None
+    expected = (
+        "counts" in frame.columns and (frame.loc[marked, "counts"].astype(str) == "expected").all()
+    )
+    if expected:
+        why = r"interval misses the true $\alpha$"
+    else:
+        why = f"coverage far below {surface_interval(frame, interval):g}"
+    return f"{mark}: {why}; {_INVALID[value]}"
+
+
+def _unfinished(surface: pd.DataFrame) -> str | None:
+    """``3 of 5 shards done: part of the sweep`` for the surface of an unfinished sweep."""
+    shards, done = surface.attrs.get("shards"), surface.attrs.get("shards_done")
+    if shards is None or done is None or done >= shards:
+        return None
+    return f"{done} of {shards} shards done: part of the sweep"
+
+
+def _wrap_note(text: str, width: float) -> str:
+    """``text`` broken at spaces into lines that fit ``width`` inches (mathtext as rendered)."""
+    limit = _line_limit(width)
+    lines = [""]
+    for word in text.split(" "):
+        joined = f"{lines[-1]} {word}" if lines[-1] else word
+        if lines[-1] and _visible_length(joined) > limit:
+            lines.append(word)
+        else:
+            lines[-1] = joined
+    return "\n".join(lines)
+
+
+def _line_limit(width: float) -> int:
+    """Characters of title text that fit on one line of a figure ``width`` inches wide."""
+    return max(20, int(width * 72 / (0.56 * FONT)))
 
 
 def plot_surface(
@@ -796,6 +947,7 @@ def plot_surface(
     log_y: bool | None = None,
     title: str | None = None,
     width: float = COLUMN_WIDTH,
+    interval: float | None = None,
 ) -> pathlib.Path:
     """Draw one value of the surface and save it to ``out``; returns ``out`` as a Path.
 
@@ -819,13 +971,20 @@ def plot_surface(
 
     ``where`` fixes the other axes as in :func:`~sweep.tables.filter_surface`
     and the same rule applies: every other axis that varies within a cell or
-    point must be fixed. The title is ``title``, or the value's symbol and
-    every setting the selected rows share (:func:`setting_phrases`), then a
-    line per note (points without an ``x`` value left out). The figure
+    point must be fixed. Where the value rests on the estimator's interval or
+    SE (:data:`~sweep.tables.INTERVAL_VALUES`: ε, ``se_mean``, ``width_mean``,
+    coverage) and the estimator covers far less often than the nominal
+    ``interval`` (:func:`~sweep.tables.undercovered`; None: the sweep's, from
+    ``surface.attrs``, else 0.95), its heatmap cells are hatched and its points
+    hollow. The title is ``title``, or the value's symbol and every setting
+    the selected rows share (:func:`setting_phrases`), then a line per note
+    (points without an ``x`` value left out, what the hatched cells or hollow
+    points are, ``3 of 5 shards done`` for an unfinished sweep). The figure
     is ``width`` inches wide (one paper column by default), saved by
     :func:`save_figure` and released. Raises SweepError for a bad option or
     mode (none or both of the modes, ``lines`` without ``x``, a log axis with
-    nothing above 0, ``--out`` with an unknown suffix or a missing directory).
+    nothing above 0, ``--out`` with an unknown suffix, a missing directory or one
+    no file can be created in).
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -844,6 +1003,7 @@ def plot_surface(
         log_y=log_y,
         title=title,
         width=width,
+        interval=interval,
     )
     return save_figure(fig, path)
 

@@ -230,7 +230,7 @@ def test_linear_colour_scale_marks_the_extreme_cells():
 
 def test_heatmap_colorbar_arrow_for_out_of_range_cells(surface, tmp_path):
     # Coverage 0.94 to 0.96, and 0.5 in one cell.
-    frame = surface.assign(coverage=0.94 + 0.02 * (surface.index % 5) / 4)
+    frame = surface.assign(coverage=0.94 + 0.02 * (surface.index % 5) / 4, counts="sampled")
     frame.loc[(frame.n_phi == 0) & (frame.n_m == 0), "coverage"] = 0.5
     fig = surface_figure(frame, "coverage", where=WHERE, rows="n_phi", cols="n_m")
     bar = fig.axes[1]
@@ -462,3 +462,114 @@ def test_plots_imports_matplotlib_only_inside_functions():
     names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
     names += [n.module for n in top if isinstance(n, ast.ImportFrom)]
     assert names and not [n for n in names if n.startswith("matplotlib")]
+
+
+def with_estimators(surface: pd.DataFrame) -> pd.DataFrame:
+    """The surface for bayes and judge_only, sampled: judge_only covers α in none of 400
+    replicates (coverage far below 0.95) where it applies, N_M > 0."""
+    cover = {"counts": "sampled", "replicates": 400}
+    bayes = surface.assign(
+        estimator="bayes", coverage=0.95, coverage_low=0.93, coverage_high=0.97, **cover
+    )
+    applies = surface.n_m > 0
+    judge = surface.assign(
+        estimator="judge_only",
+        eps=np.where(applies, 0.01, np.nan),
+        coverage=np.where(applies, 0.0, np.nan),
+        coverage_low=np.where(applies, 0.0, np.nan),
+        coverage_high=np.where(applies, 0.0095, np.nan),
+        **cover,
+    )
+    return pd.concat([bayes, judge], ignore_index=True)
+
+
+def test_titles_name_the_estimator_and_the_posterior_s_method_only(surface):
+    frame = with_estimators(surface)
+    where = {**WHERE, "estimator": "judge_only"}
+    title = surface_figure(frame, "eps", where=where, rows="n_phi", cols="n_m").get_suptitle()
+    assert "judge_only" in title and "sampled counts" in title and "400 replicates" in title
+    assert "quadrature" not in title and "NUTS" not in title
+    nuts = frame.assign(method="nuts")
+    where = {**WHERE, "estimator": "bayes"}
+    title = surface_figure(nuts, "eps", where=where, rows="n_phi", cols="n_m").get_suptitle()
+    assert "bayes (NUTS)" in title
+    # Lines of estimators: each named in the legend, the method given for the posterior.
+    fig = surface_figure(frame, "eps", where={**WHERE, "n_phi": 100}, x="n_m", lines="estimator")
+    assert "bayes by quadrature" in fig.get_suptitle()
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["bayes", "judge_only"]
+    # Classical estimators alone (their rows have no method): no method named.
+    judge = frame[frame.estimator == "judge_only"].assign(method=None)
+    title = surface_figure(
+        judge, "eps", where={**WHERE, "n_phi": 100}, x="n_m", lines="estimator"
+    ).get_suptitle()
+    assert "quadrature" not in title and "bayes" not in title
+
+
+def test_titles_name_tied_axes(surface):
+    # ρ down the rows and η tied to it: the title says η = ρ rather than leaving η out.
+    where = {"gamma": 0.05, "n_m": 1000}
+    title = surface_figure(surface, "eps", where=where, rows="rho", cols="n_phi").get_suptitle()
+    assert r"$\eta$ = $\rho$" in title and "expected counts" in title
+    title = surface_figure(surface, "eps", where=where, x="n_phi", lines="rho").get_suptitle()
+    assert r"$\eta$ = $\rho$" in title
+    # Fixed and equal: one value for both; not tied (η = 0.8 throughout): η's value alone.
+    title = surface_figure(surface, "eps", where=WHERE, rows="n_phi", cols="n_m").get_suptitle()
+    assert r"$\rho$ = $\eta$ = 0.7" in title and r"$\eta$ = $\rho$" not in title
+    other = surface.assign(eta=0.8)
+    title = surface_figure(other, "eps", where=where, rows="rho", cols="n_phi").get_suptitle()
+    assert r"$\eta$ = 0.8" in title and r"$\eta$ = $\rho$" not in title
+
+
+def test_cells_of_too_narrow_intervals_are_hatched_and_their_points_hollow(surface, tmp_path):
+    frame = with_estimators(surface)
+    where = {**WHERE, "estimator": "judge_only"}
+    fig = surface_figure(frame, "eps", where=where, rows="n_phi", cols="n_m")
+    hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
+    assert len(hatched) == 3 * 4  # N_Φ × the N_M > 0 where judge_only applies
+    assert {(round(p.get_x() + 0.5), round(p.get_y() + 0.5)) for p in hatched} == {
+        (j, i) for i in range(3) for j in range(1, 5)
+    }
+    assert fig.get_suptitle().endswith(
+        "\n(hatched: coverage far below 0.95; $\\varepsilon$ not valid)"
+    )
+    # The posterior covers: nothing hatched, no note; nor for a value not read off intervals.
+    fig = surface_figure(
+        frame, "eps", where={**WHERE, "estimator": "bayes"}, rows="n_phi", cols="n_m"
+    )
+    assert (
+        not [p for p in fig.axes[0].patches if p.get_hatch()]
+        and "hatched" not in fig.get_suptitle()
+    )
+    fig = surface_figure(frame, "divergences", where=where, rows="n_phi", cols="n_m")
+    assert not [p for p in fig.axes[0].patches if p.get_hatch()]
+    # Lines: judge_only's points hollow, the posterior's filled.
+    lines = {"x": "n_m", "lines": "estimator"}
+    fig = surface_figure(frame, "eps", where={**WHERE, "n_phi": 100}, **lines)
+    hollow = [
+        line
+        for line in fig.axes[0].get_lines()
+        if line.get_marker() == "o" and line.get_markerfacecolor() == "white"
+    ]
+    assert len(hollow) == 1 and len(hollow[0].get_xdata()) == 4
+    assert "(hollow: coverage far below 0.95; $\\varepsilon$ not valid)" in fig.get_suptitle()
+    # The nominal level is the sweep's (sweep.load_surface records it in attrs), or as given.
+    frame.attrs["interval"] = 0.005
+    fig = surface_figure(frame, "eps", where=where, rows="n_phi", cols="n_m")
+    assert not [p for p in fig.axes[0].patches if p.get_hatch()]
+    fig = surface_figure(frame, "eps", where=where, rows="n_phi", cols="n_m", interval=0.95)
+    assert len([p for p in fig.axes[0].patches if p.get_hatch()]) == 12
+    fig.clear()
+    out = tmp_path / "judge.png"
+    plot_surface(frame, "eps", where=where, rows="n_phi", cols="n_m", out=out, interval=0.95)
+    read_png(out)
+
+
+def test_a_figure_of_an_unfinished_sweep_says_so(surface):
+    frame = surface.copy()
+    frame.attrs.update(shards=5, shards_done=3)  # as sweep.load_surface records them
+    for options in ({"rows": "n_phi", "cols": "n_m"}, {"x": "n_m", "lines": "n_phi"}):
+        title = surface_figure(frame, "eps", where=WHERE, **options).get_suptitle()
+        assert title.endswith("\n(3 of 5 shards done: part of the sweep)")
+    frame.attrs.update(shards_done=5)
+    title = surface_figure(frame, "eps", where=WHERE, rows="n_phi", cols="n_m").get_suptitle()
+    assert "shards" not in title
