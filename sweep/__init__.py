@@ -7,7 +7,15 @@ Python API is :func:`run`, :func:`status`, :func:`load_surface`, :func:`load_fit
 ``sweep`` (or ``binmetric-sweep``) on the command line is a thin layer over them.
 """
 
-from binmetric_sweep.sweep.api import RunReport, SweepStatus, load_fits, load_surface, run, status
+from binmetric_sweep.sweep.api import (
+    IncompleteSweepWarning,
+    RunReport,
+    SweepStatus,
+    load_fits,
+    load_surface,
+    run,
+    status,
+)
 from binmetric_sweep.sweep.compare import Comparison, compare
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.plan import Plan, plan  # the function shadows the submodule's name
@@ -17,6 +25,7 @@ __all__ = [
     "__version__",
     "NUMBERS_VERSION",
     "Comparison",
+    "IncompleteSweepWarning",
     "RunReport",
     "SweepError",
     "SweepStatus",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,13 +26,33 @@ from binmetric_sweep.sweep.compile_cache import DEFAULT, CompileClock, use_compi
 from binmetric_sweep.sweep.config import SweepSpec, load_sweep, spec_from_canonical
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
+from binmetric_sweep.sweep.paths import check_out_dir
 from binmetric_sweep.sweep.progress import ProgressBar
 from binmetric_sweep.sweep.shards import make_shards
 from binmetric_sweep.sweep.store import Store, open_store, read_manifest
 
-__all__ = ["RunReport", "SweepStatus", "run", "status", "load_surface", "load_fits"]
+__all__ = [
+    "IncompleteSweepWarning",
+    "RunReport",
+    "SweepStatus",
+    "run",
+    "status",
+    "load_surface",
+    "load_fits",
+    "unfinished_note",
+]
 
 Backend = Literal["local", "ray"]
+
+
+class IncompleteSweepWarning(UserWarning):
+    """:func:`load_surface` or :func:`load_fits` of a sweep whose shards are not all done.
+
+    The rows are part of the grid only (a run was interrupted, or a shard is
+    corrupt); the next ``sweep run`` of the same sweep file into the same
+    directory computes the rest. Silence it with
+    ``warnings.simplefilter("ignore", sweep.IncompleteSweepWarning)``.
+    """
 
 
 @dataclass(frozen=True)
@@ -198,6 +219,7 @@ def run(
         raise SweepError(f"--backend: {backend!r} is not a backend; allowed: local, ray")
     started = time.perf_counter()
     spec, configurations, shards = _plan(sweep, max_configurations)
+    check_out_dir(out)  # before a compile cache is made: an unwritable --out writes nothing
     cache = use_compilation_cache(compile_cache)
     store = open_store(out, spec, [len(s.configurations) for s in shards], create=True)
     stages: dict[str, float] = {}
@@ -304,9 +326,27 @@ def status(out: str | Path) -> SweepStatus:
     )
 
 
+def unfinished_note(frame: pd.DataFrame, what: str) -> str | None:
+    """``3 of 5 shards done: {what} part of the sweep; …`` for a frame of an unfinished
+    sweep (from :func:`load_surface` or :func:`load_fits`), else None.
+
+    ``what`` names the reader's view: ``"the table shows"``, ``"the surface holds"``.
+    """
+    shards, done = frame.attrs.get("shards"), frame.attrs.get("shards_done")
+    if shards is None or done is None or done >= shards:
+        return None
+    corrupt = frame.attrs.get("shards_corrupt", 0)
+    also = f" ({corrupt} corrupt)" if corrupt else ""
+    return (
+        f"{done} of {shards} shards done{also}: {what} part of the sweep; run `sweep run` "
+        f"with its sweep file and --out {frame.attrs.get('dir', 'DIR')} again to finish"
+    )
+
+
 def _load(out: str | Path, table: str, filters: dict) -> pd.DataFrame:
     store, _ = _open_existing(out)
-    paths = [store.path(table, s.index) for s in store.states() if s.state == "done"]
+    states = store.states()
+    paths = [store.path(table, s.index) for s in states if s.state == "done"]
     if not paths:
         raise SweepError(f"DIR: {str(out)!r} has no finished shards yet")
     frame = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
@@ -314,6 +354,18 @@ def _load(out: str | Path, table: str, filters: dict) -> pd.DataFrame:
         from binmetric_sweep.sweep.tables import filter_surface
 
         frame = filter_surface(frame, filters, option=None)
+    # What the rows cannot say themselves: the intervals' nominal level (sweep.tables
+    # marks estimators that cover far less often) and how much of the sweep they are.
+    frame.attrs.update(
+        dir=str(out),
+        interval=float(store.spec.interval),
+        shards=len(states),
+        shards_done=len(paths),
+        shards_corrupt=sum(s.state == "corrupt" for s in states),
+    )
+    note = unfinished_note(frame, "the surface holds" if table == "surface" else "the fits hold")
+    if note:
+        warnings.warn(f"{out}: {note}", IncompleteSweepWarning, stacklevel=3)
     return frame
 
 
@@ -322,6 +374,11 @@ def load_surface(out: str | Path, **filters) -> pd.DataFrame:
 
     Example: ``load_surface("runs/quickstart", rho=0.7, gamma=0.05)``, or
     ``load_surface("runs/estimators", estimator="ppi_pp")``.
+
+    ``attrs`` records what the rows do not: ``interval`` (the sweep's nominal
+    interval level), ``shards`` and ``shards_done``. Where some shards are not
+    done (an interrupted run) it warns with an :class:`IncompleteSweepWarning`
+    (``3 of 5 shards done: …``): the rows are then part of the grid.
     """
     return _load(out, "surface", filters)
 
@@ -330,6 +387,7 @@ def load_fits(out: str | Path, **filters) -> pd.DataFrame:
     """The per-fit rows of finished shards (one per configuration, replicate and estimator).
 
     Filters by ``estimator``, e.g. ``load_fits(out, estimator="bayes")``; join the
-    surface on ``config_id`` for a configuration's settings.
+    surface on ``config_id`` for a configuration's settings. ``attrs`` and the
+    warning for an unfinished sweep as for :func:`load_surface`.
     """
     return _load(out, "fits", filters)

@@ -110,9 +110,22 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("dir", metavar="DIR", help="a sweep's directory (sweep run --out)")
 
     def view(name: str, help_text: str):
-        sub = commands.add_parser(name, help=help_text)
+        sub = commands.add_parser(
+            name,
+            help=help_text,
+            description=f"{help_text[0].upper()}{help_text[1:]}. Cells of eps, se_mean, "
+            "width_mean or coverage are marked where the estimator covers far less often than "
+            "the sweep's interval level (too narrow an interval gives no valid eps); an "
+            "unfinished sweep says how many of its shards are done.",
+        )
         sub.add_argument("dir", metavar="DIR", help="a sweep's directory (sweep run --out)")
-        sub.add_argument("--value", default="eps", help="surface column to show (default eps)")
+        sub.add_argument(
+            "--value",
+            default="eps",
+            help="surface column to show (default eps, at the gamma and power of its rows: "
+            "sweeps default to power 0.5, the published eps; coverage, bias_sd, se_ratio and "
+            "the like need counts: sampled)",
+        )
         sub.add_argument(
             "--where",
             nargs="+",
@@ -342,35 +355,53 @@ def _status(args) -> None:
     print("\n".join(status(args.dir).lines()))
 
 
+def _view_surface(directory: str, what: str):
+    """The sweep's surface for show or plot; an unfinished sweep says so on standard error
+    (``sweep: note: 3 of 5 shards done: …``) instead of as a Python warning."""
+    import warnings
+
+    from binmetric_sweep.sweep.api import IncompleteSweepWarning, load_surface, unfinished_note
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IncompleteSweepWarning)
+        surface = load_surface(directory)
+    note = unfinished_note(surface, what)
+    if note:
+        print(f"sweep: note: {note}", file=sys.stderr, flush=True)
+    return surface
+
+
 def _show(args) -> None:
-    from binmetric_sweep.sweep.api import load_surface
     from binmetric_sweep.sweep.tables import (
-        MEANINGS,
-        filter_surface,
+        coverage_note,
         format_table,
+        mark_table,
         parse_where,
         pivot_surface,
+        select_cells,
         table_notes,
+        value_header,
     )
 
     where = parse_where(args.where)
-    surface = load_surface(args.dir)
-    table = pivot_surface(surface, args.rows, args.cols, args.value, where)
-    meaning = MEANINGS.get(args.value)
+    surface = _view_surface(args.dir, "the table shows")
+    frame = select_cells(surface, {"--rows": args.rows, "--cols": args.cols}, args.value, where)
+    table = pivot_surface(frame, args.rows, args.cols, args.value)
+    marks = mark_table(frame, args.rows, args.cols, args.value)
     # Above the table, outside the data (standard output stays the table alone).
-    print(f"{args.value}: {meaning}" if meaning else args.value, file=sys.stderr, flush=True)
-    print(format_table(table, args.value, args.digits))
-    for note in table_notes(filter_surface(surface, where), args.value):
+    print(value_header(frame, args.value, args.rows, args.cols), file=sys.stderr, flush=True)
+    print(format_table(table, args.value, args.digits, marks), flush=True)
+    notes = [*table_notes(frame, args.value), coverage_note(frame, args.value, "*")]
+    for note in filter(None, notes):
         print(f"note: {note}", file=sys.stderr)  # under the table, outside the data
 
 
 def _plot(args) -> None:
-    from binmetric_sweep.sweep.api import load_surface
     from binmetric_sweep.sweep.plots import plot_surface
     from binmetric_sweep.sweep.tables import parse_where
 
     path = plot_surface(
-        load_surface(args.dir),
+        _view_surface(args.dir, "the figure shows"),
         args.value,
         where=parse_where(args.where),
         out=args.output,

@@ -96,7 +96,9 @@ def test_run_status_show_plot_through_the_console(tmp_path):
     assert show.returncode == 0, show.stderr
     assert show.stdout.splitlines()[0].split() == ["n_phi\\n_m", "0", "1000"]
     assert show.stdout.splitlines()[1].split()[:2] == ["0", "1.000"]
-    assert show.stderr.splitlines()[0].startswith("eps: ε, the smallest difference")
+    assert show.stderr.splitlines()[0].startswith(
+        "eps at γ = 0.05, power 0.5: ε, the smallest difference"
+    )
     assert "s of wall time between the first and the last shard written" in state.stdout
     vague = cli("show", str(out), "--rows", "n_phi", "--cols", "n_m")
     assert vague.returncode == 2 and "--where must fix" in vague.stderr

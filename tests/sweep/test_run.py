@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -318,3 +320,45 @@ def test_api_filters_are_refused_in_the_api_s_terms(tiny_run):
             sweep.load_surface(out, **filters)
         assert str(err.value) == message or str(err.value).startswith(message), str(err.value)
         assert "--where" not in str(err.value)
+
+
+def test_an_unfinished_sweep_says_how_much_of_it_is_shown(tmp_path, tiny_run, capsys):
+    """After an interrupted run the API warns, and show and plot say "N of M shards"."""
+    from binmetric_sweep.sweep.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a finished sweep: no warning
+        whole = sweep.load_surface(tiny_run[0])
+    assert (whole.attrs["shards"], whole.attrs["shards_done"], whole.attrs["interval"]) == (
+        6,
+        6,
+        0.95,
+    )
+    out = tmp_path / "part"
+    shutil.copytree(tiny_run[0], out)
+    (out / "surface" / "shard-00002.parquet").unlink()  # as a run stopped before writing it
+    for load, what in (
+        (sweep.load_surface, "the surface holds"),
+        (sweep.load_fits, "the fits hold"),
+    ):
+        with pytest.warns(sweep.IncompleteSweepWarning, match=f"5 of 6 shards done: {what} part"):
+            part = load(out)
+        assert 0 < len(part) < len(load(tiny_run[0]))
+    path = out / "fits" / "shard-00004.parquet"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.warns(sweep.IncompleteSweepWarning, match=r"4 of 6 shards done \(1 corrupt\)"):
+        sweep.load_surface(out)
+    where = ["--where", "alpha=0.6", "rho=0.7", "gamma=0.05"]
+    table = ["--rows", "n_phi", "--cols", "n_m", *where]
+    assert main(["show", str(out), *table]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "sweep: note: 4 of 6 shards done (1 corrupt): the table shows part of the sweep; "
+        f"run `sweep run` with its sweep file and --out {out} again to finish\n"
+    )
+    assert main(["plot", str(out), *table, "-o", str(tmp_path / "part.png")]) == 0
+    assert (
+        "sweep: note: 4 of 6 shards done (1 corrupt): the figure shows" in capsys.readouterr().err
+    )
+    assert main(["show", str(tiny_run[0]), *table]) == 0
+    assert "shards done" not in capsys.readouterr().err
