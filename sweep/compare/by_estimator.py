@@ -37,6 +37,7 @@ from binmetric_sweep.sweep.compare.analysis import (
     Comparison,
     adjusted_tests,
     counts_of,
+    rate_means,
     system_counts,
 )
 from binmetric_sweep.sweep.errors import SweepError
@@ -46,6 +47,8 @@ __all__ = ["estimates_table", "z_test_pairs"]
 _BY_NAME = {e.name: e for e in ke.CLASSICAL}
 #: The systems table's count columns (:func:`~.analysis.system_counts`).
 COUNTS = ("n_outputs", "n_human", "n_paired", "n_metric")
+#: The paired ratings' rate columns, as the posterior's systems table has them.
+RATES_SHOWN = ("rho_mean", "eta_mean")
 
 
 def estimates_table(
@@ -57,8 +60,10 @@ def estimates_table(
     posterior: Comparison | None = None,
 ) -> pd.DataFrame:
     """One row per (estimator, system): ``estimator``, ``system``, the counts, ``estimate``,
-    ``se``, ``ci_low``, ``ci_high`` at ``level``, ``applicable`` and ``reason`` ("" where
-    it applies; the numbers are NaN where it does not).
+    ``se``, ``ci_low``, ``ci_high`` at ``level``, ``rho_mean`` and ``eta_mean`` (the paired
+    ratings' Beta means, as the posterior's systems table has them: the system's own, or
+    pooled under shared rates; the same for every estimator), ``applicable`` and ``reason``
+    ("" where it applies; the estimate's numbers are NaN where it does not).
 
     ``counts``: one row per system (:func:`~.ratings.read_ratings`). ``bayes``'s
     rows come from ``posterior`` (its ``systems``), required when ``names``
@@ -69,6 +74,7 @@ def estimates_table(
         raise SweepError(f"--rates: {rates!r} is not a rate model; allowed: {', '.join(RATES)}")
     jax.config.update("jax_enable_x64", True)
     shown = system_counts(counts)
+    shown["rho_mean"], shown["eta_mean"] = rate_means(counts_of(counts), rates)
     frames = []
     for name in names:
         if name == "bayes":
@@ -92,7 +98,7 @@ def estimates_table(
         frame.insert(0, "estimator", name)
         order = np.lexsort((-frame["estimate"].fillna(-np.inf).to_numpy(), ~frame["applicable"]))
         frames.append(frame.iloc[order])
-    columns = ["estimator", "system", *COUNTS, "estimate", "se", "ci_low", "ci_high"]
+    columns = ["estimator", "system", *COUNTS, "estimate", "se", "ci_low", "ci_high", *RATES_SHOWN]
     table = pd.concat(frames, ignore_index=True)
     return table[[*columns, "applicable", "reason"]]
 
@@ -125,7 +131,8 @@ def z_test_pairs(estimates: pd.DataFrame, *, gamma: float, adjust: str) -> pd.Da
     the two-sided z-test's ``p_value``, ``significant`` (``p_value`` ≤ γ, or with
     ``adjust`` ``p_adjusted`` ≤ γ, adjusted over that estimator's testable pairs) and
     ``eps``, z·se_diff at the level the pair is held to (as for ``bayes``). A pair with a
-    system the estimator does not apply to has NaN numbers and is not significant.
+    system the estimator does not apply to is not tested: NaN numbers, and ``significant``
+    missing (pandas' nullable boolean: NA; null in JSON and Parquet), neither true nor false.
     """
     if adjust not in ADJUST:
         raise SweepError(f"--adjust: {adjust!r} is not allowed; allowed: {', '.join(ADJUST)}")
@@ -157,6 +164,7 @@ def z_test_pairs(estimates: pd.DataFrame, *, gamma: float, adjust: str) -> pd.Da
             frame["p_adjusted"], frame["significant"], level = adjusted_tests(
                 p_value, gamma, adjust
             )
+        frame["significant"] = frame["significant"].astype("boolean").mask(~testable)
         frame["eps"] = NormalDist().inv_cdf(1.0 - level / 2.0) * se_diff
         frames.append(frame)
     if not frames:

@@ -43,6 +43,8 @@ META_PREFIX = "binmetric_sweep."
 
 
 def _json_value(value):
+    if value is pd.NA:  # a pair not tested: its ``significant`` is neither true nor false
+        return None
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -273,14 +275,21 @@ def _estimators_text(result: Comparison) -> str:
     lines.append("")
     for name in names:
         mine = pairs[pairs["estimator"] == name]
-        testable = mine["diff_mean"].notna().sum()
-        lines.append(
-            f"{name}: {int(mine['significant'].sum()):,} of {len(mine):,} pairs significant"
-            + ("" if testable == len(mine) else f" ({len(mine) - testable:,} not testable)")
-        )
+        tested = int(mine["significant"].notna().sum())
+        called = int(mine["significant"].fillna(False).astype(bool).sum())
+        if tested == len(mine):
+            lines.append(f"{name}: {called:,} of {len(mine):,} pairs significant")
+        elif tested:
+            lines.append(
+                f"{name}: {called:,} of {tested:,} tested pairs significant; "
+                f"{len(mine) - tested:,} not tested (with a system it does not apply to)"
+            )
+        else:
+            lines.append(f"{name}: no pair tested (each has a system it does not apply to)")
     if len(names) == 1 and len(systems) <= LISTED_MAX_SYSTEMS:
         for row in pairs.head(LISTED_PAIRS).itertuples():
-            if not np.isfinite(row.diff_mean):
+            if pd.isna(row.significant):
+                lines.append(f"  {row.a} vs {row.b}: not tested")
                 continue
             extra = f", {adjusted[1]} {row.p_adjusted:.3f}" if adjusted else ""
             lines.append(

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from scipy import stats
@@ -64,6 +65,11 @@ def test_every_estimator_side_by_side(tmp_path, capsys):
     bayes = compare(EXAMPLE)
     mine = systems[systems["estimator"] == "bayes"]
     np.testing.assert_array_equal(mine["estimate"], bayes.systems["alpha_mean"])
+    # The rate columns the posterior's table has, in every estimator's rows.
+    for column in ("rho_mean", "eta_mean"):
+        np.testing.assert_array_equal(mine[column], bayes.systems[column])
+        by_system = systems.groupby("system")[column]
+        assert (by_system.nunique() == 1).all() and systems[column].notna().all()
     np.testing.assert_array_equal(
         pairs[pairs.estimator == "bayes"]["p_a_better"], bayes.pairs["p_a_better"]
     )
@@ -79,8 +85,27 @@ def test_every_estimator_side_by_side(tmp_path, capsys):
     answer = json.loads(capsys.readouterr().out)
     assert {s["estimator"] for s in answer["systems"]} == set(systems["estimator"])
     assert len(answer["pairs"]) == 6 * 3 and answer["settings"]["estimator"] == "all"
+    assert all({"rho_mean", "eta_mean"} <= set(s) for s in answer["systems"])
+    assert all(s["rho_mean"] is not None for s in answer["systems"])
+    # A pair an estimator cannot test (no metric-only ratings here) is neither significant
+    # nor not: null, as its p-value; a tested pair true or false.
+    for pair in answer["pairs"]:
+        untested = pair["estimator"] in ("judge_only", "rogan_gladen")
+        assert (pair["significant"] is None) == untested, pair
+        assert pair["estimator"] == "bayes" or (pair["p_value"] is None) == untested, pair
     table = pq.read_table(out / "systems.parquet").to_pandas()
     assert len(table) == 6 * 3 and "estimator" in table.columns
+    assert table[["rho_mean", "eta_mean"]].notna().all().all()
+    written = pq.read_table(out / "pairs.parquet")
+    assert written.schema.field("significant").type == pa.bool_()
+    flags = written.to_pandas()
+    assert str(flags["significant"].dtype) == "boolean"
+    untested = flags["estimator"].isin(["judge_only", "rogan_gladen"])
+    assert flags.loc[untested, "significant"].isna().all()
+    assert flags.loc[~untested, "significant"].notna().all()
+    text = comparison_text(compare(ARENA, estimator="judge_only"))
+    assert "judge_only: no pair tested (each has a system it does not apply to)" in text
+    assert text.count(": not tested") == 3 and "0 of 3" not in text
 
 
 def test_the_real_arena_file_reads_as_it_is(capsys):
