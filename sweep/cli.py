@@ -284,7 +284,11 @@ def _compare_parser(commands) -> None:
         "--out", metavar="DIR", help="write systems.parquet and pairs.parquet into DIR"
     )
     compare.add_argument(
-        "-o", "--output", metavar="FIG.png", help="draw the intervals and the P matrix"
+        "-o",
+        "--output",
+        metavar="FIG.png",
+        help="draw the intervals (with --estimator, each estimator's side by side) and the P "
+        "matrix (a classical estimator's: its z-test's Φ(z))",
     )
     compare.add_argument(
         "--cost-metric",
@@ -482,10 +486,7 @@ def _compare(args) -> None:
     from binmetric_sweep.sweep.estimates import estimator_names
     from binmetric_sweep.sweep.paths import check_out_dir
 
-    if estimator_names(args.estimator) != ("bayes",) and args.output:
-        raise SweepError(
-            f"-o: draws the posterior's P matrix; not with --estimator {args.estimator}"
-        )
+    estimator_names(args.estimator)  # a misspelt --estimator is refused before -o is checked
     if args.output:
         from binmetric_sweep.sweep.plots import check_image_path
 
@@ -524,7 +525,10 @@ def _compare(args) -> None:
     if args.output:
         from binmetric_sweep.sweep.compare.figure import plot_comparison
 
-        wrote.append(plot_comparison(result.systems, result.pairs, result.settings, args.output))
+        source = os.path.basename(args.ratings)
+        wrote.append(
+            plot_comparison(result.systems, result.pairs, result.settings, args.output, source)
+        )
     for path in wrote:
         print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
 

@@ -22,6 +22,20 @@ order of ``systems``):
   columns are named by system while the names fit across, else numbered by
   rank (every k-th: 1, 10, 20, …), ranks then also at the matrix's right edge.
 
+With ``--estimator`` (``systems`` in long form, an ``estimator`` column:
+:mod:`~.by_estimator`), the forest draws every estimator's interval of a
+system side by side in its row, each estimator in its own colour and
+marker, named in a legend with how many systems it does not apply to (no
+interval drawn there). The rows follow the matrix's estimator: the
+posterior's P matrix where ``bayes`` is among them (``--estimator all``);
+for one classical estimator its z-test's Φ(z), z = (â_row − â_col)/se of
+the difference, on the same scale: 1 − Φ(z) is the one-sided p-value, the
+two-sided test is significant at γ exactly where Φ(z) > 1 − γ/2 or < γ/2,
+and a pair it cannot test is grey. The title says which.
+
+The title names the ratings file (``source``) besides the rates, the
+method (for the posterior) or the estimator, γ and the intervals' level.
+
 The figure is two paper columns wide (:data:`FIGURE_WIDTH`) with 7–8 pt text,
 as tall as its rows need up to :data:`MAX_HEIGHT` (100 systems fit, their
 names in smaller type, or every k-th named when even that does not fit). As
@@ -35,6 +49,7 @@ import math
 import pathlib
 import re
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -83,6 +98,14 @@ MIN_FONT = 5.0
 SYSTEM_COLUMNS = ("system", "alpha_mean", "ci_low", "ci_high")
 PAIR_COLUMNS = ("a", "b", "p_a_better")
 SETTINGS = ("rates", "gamma", "level", "method", "adjust")
+#: The long (by-estimator) tables' columns, and their settings (``method`` where the
+#: posterior is among them).
+ESTIMATOR_SYSTEM_COLUMNS = ("estimator", "system", "estimate", "ci_low", "ci_high")
+ESTIMATOR_PAIR_COLUMNS = ("estimator", "a", "b", "diff_mean", "significant")
+ESTIMATOR_SETTINGS = ("rates", "gamma", "level", "adjust")
+#: Each estimator's colour and marker in the forest, in the order they come.
+COLOURS = ("black", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 #: The adjustments over all pairs, as the figure names them.
 ADJUST_NAMES = {"holm": "Holm", "bh": "BH"}
 
@@ -95,17 +118,23 @@ _OVERHEAD = 0.95
 # --- inputs -----------------------------------------------------------------------------
 
 
-def _check_inputs(systems: pd.DataFrame, pairs: pd.DataFrame, settings: Mapping[str, Any]):
+def _check_inputs(
+    systems: pd.DataFrame,
+    pairs: pd.DataFrame,
+    settings: Mapping[str, Any],
+    by_estimator: bool = False,
+):
     """Refuse (SweepError) missing columns or settings, repeated systems, pairs of unknowns.
 
-    ``pairs`` may be empty without columns (one system: nothing to compare)."""
+    ``pairs`` may be empty without columns (one system: nothing to compare);
+    ``by_estimator``: the tables come from :func:`_by_estimator`, whose settings it checked."""
     checked = [("systems", systems, SYSTEM_COLUMNS)]
     checked += [("pairs", pairs, PAIR_COLUMNS)] if len(pairs) else []
     for what, frame, needed in checked:
         missing = [c for c in needed if c not in frame.columns]
         if missing:
             raise SweepError(f"{what}: missing column(s) {', '.join(missing)}")
-    absent = [k for k in SETTINGS if k not in settings]
+    absent = [k for k in SETTINGS if k not in settings and not by_estimator]
     if absent:
         raise SweepError(f"settings: missing {', '.join(absent)}")
     if len(systems) == 0:
@@ -169,15 +198,35 @@ def _percent(level: float) -> str:
     return f"{100 * float(level):.10g} %"
 
 
-def comparison_title(settings: Mapping[str, Any]) -> str:
-    """``rates: per-system, quadrature; γ = 0.05, 95 % intervals`` (γ marked Holm or BH when
-    adjusted)."""
-    method = _METHODS.get(str(settings["method"]), str(settings["method"]))
+def comparison_title(
+    settings: Mapping[str, Any], source: str | None = None, estimators: Sequence[str] = ()
+) -> str:
+    """``ratings.csv — rates: per-system, quadrature; γ = 0.05, 95 % intervals`` (γ marked
+    Holm or BH when adjusted; the file's name first where ``source`` is given).
+
+    With ``estimators`` (the by-estimator tables'), the title says whose intervals are drawn
+    and what the matrix is: the posterior's P (and its method) where ``bayes`` is among
+    them, else the z-test's Φ(z) of the one classical estimator.
+    """
     gamma = f"{SYMBOLS['gamma']} = {float(settings['gamma']):g}"
     if str(settings["adjust"]) in ADJUST_NAMES:
         gamma += f" ({ADJUST_NAMES[str(settings['adjust'])]})"
     level = _percent(settings["level"])
-    return f"rates: {settings['rates']}, {method}; {gamma}, {level} intervals"
+    if not estimators:
+        method = _METHODS.get(str(settings["method"]), str(settings["method"]))
+        title = f"rates: {settings['rates']}, {method}; {gamma}, {level} intervals"
+    else:
+        if len(estimators) == 1:
+            drawn = f"{estimators[0]}'s {level} intervals"
+        else:
+            drawn = f"{len(estimators)} estimators' {level} intervals"
+        if "bayes" in estimators:
+            method = _METHODS.get(str(settings["method"]), str(settings["method"]))
+            matrix = f"matrix: the posterior's P(row > col), {method}"
+        else:
+            matrix = f"matrix: {estimators[0]}'s z-test, Φ(z) of row − col"
+        title = f"{drawn}; rates: {settings['rates']}; {matrix}; {gamma}"
+    return title if source is None else f"{source} — {title}"
 
 
 # --- size and canvas --------------------------------------------------------------------
@@ -322,11 +371,15 @@ def _mark_significant(ax: Axes, significant: np.ndarray) -> None:
     ax.add_collection(lines, autolim=False)
 
 
-def _colorbar(fig: Figure, ax: Axes, image, settings: Mapping[str, Any], tall: bool) -> None:
-    """The colorbar labelled P(α_row > α_col), with γ/2 and 1 − γ/2 marked when unadjusted."""
+def _colorbar(
+    fig: Figure, ax: Axes, image, settings: Mapping[str, Any], tall: bool, label=None
+) -> None:
+    """The colorbar labelled P(α_row > α_col) (or ``label``), with γ/2 and 1 − γ/2 marked
+    when unadjusted."""
     shrink = 0.45 if tall else 1.0
     bar = fig.colorbar(image, ax=ax, fraction=0.08, pad=0.03, aspect=22 * shrink, shrink=shrink)
-    bar.set_label(r"$P(\alpha_{\mathrm{row}} > \alpha_{\mathrm{col}})$", fontsize=FONT)
+    default = r"$P(\alpha_{\mathrm{row}} > \alpha_{\mathrm{col}})$"
+    bar.set_label(default if label is None else label, fontsize=FONT)
     bar.set_ticks([0.0, 0.25, 0.5, 0.75, 1.0], labels=["0", "0.25", "0.5", "0.75", "1"])
     bar.ax.tick_params(labelsize=SMALL, length=2, width=0.5)
     bar.outline.set_linewidth(0.5)
@@ -462,6 +515,19 @@ def _wrap(text: str, size: float, room: float) -> str:
     return "\n".join(lines)
 
 
+def _title_lines(text: str, size: float, room: float) -> str:
+    """``text`` in lines of at most ``room`` points at ``size`` points, broken after a
+    ``;`` or a ``—`` where it can be (a part longer than a line by :func:`_wrap`)."""
+    lines: list[str] = []
+    for part in re.split(r"(?<=[;—]) ", text):
+        joined = f"{lines[-1]} {part}" if lines else part
+        if lines and _text_size(joined.replace("$", ""), size)[0] <= room:
+            lines[-1] = joined
+        else:
+            lines.append(part)
+    return "\n".join(_wrap(line, size, room) for line in lines)
+
+
 def _fit_xlabels(fig: Figure, axes: Sequence[Axes]) -> None:
     """Break each x label into as many lines as it needs to stay within its axes' width
     (a narrow figure), so that the two panels' labels never run into each other."""
@@ -491,6 +557,142 @@ def _hide_overlaps(fig: Figure, axis) -> None:
             end = hi
 
 
+# --- several estimators ------------------------------------------------------------------
+
+#: The colorbar's label where the matrix is a classical estimator's z-test.
+Z_TEST_LABEL = r"$\Phi(z)$, $z = (\hat a_{\mathrm{row}} - \hat a_{\mathrm{col}})/\mathrm{se}$"
+
+
+def _by_estimator(systems: pd.DataFrame, pairs: pd.DataFrame, settings: Mapping[str, Any]):
+    """The by-estimator tables as the figure draws them: the estimators in their order,
+    each one's intervals (a frame per estimator, rows in the matrix's order), and the
+    matrix's estimator (``bayes`` where present, else the first) as one-per-system tables:
+    its P(α_a > α_b), or for a classical estimator Φ(diff_mean/se_diff) (NaN where the
+    pair is not tested), and whether each pair is significant (a pair not tested is not)."""
+    for what, frame, needed in (
+        ("systems", systems, ESTIMATOR_SYSTEM_COLUMNS),
+        ("pairs", pairs, ESTIMATOR_PAIR_COLUMNS),
+    ):
+        missing = [c for c in needed if c not in frame.columns]
+        if missing:
+            raise SweepError(f"{what}: missing column(s) {', '.join(missing)}")
+    absent = [k for k in ESTIMATOR_SETTINGS if k not in settings]
+    if absent:
+        raise SweepError(f"settings: missing {', '.join(absent)}")
+    if len(systems) == 0:
+        raise SweepError("systems: no system to draw")
+    kinds = systems["estimator"].astype(str)
+    names = tuple(dict.fromkeys(kinds))
+    main = "bayes" if "bayes" in names else names[0]
+    needed = ("p_a_better",) if main == "bayes" else ("se_diff",)
+    missing = [c for c in needed if c not in pairs.columns]
+    if missing:
+        raise SweepError(f"pairs: missing column(s) {', '.join(missing)} ({main}'s matrix)")
+    if main == "bayes" and "method" not in settings:
+        raise SweepError("settings: missing method")
+    twice = systems[systems.duplicated(["estimator", "system"])]
+    if len(twice):
+        row = twice.iloc[0]
+        raise SweepError(f"systems: {shown(row['system'])} appears twice for {row['estimator']}")
+    first = systems[kinds == main].assign(system=lambda f: f["system"].astype(str))
+    order = first["system"].tolist()
+    intervals = {}
+    for name in names:
+        mine = systems[kinds == name].assign(system=lambda f: f["system"].astype(str))
+        unknown = sorted(set(mine["system"]) ^ set(order))
+        if unknown:
+            raise SweepError(f"systems: {shown(unknown[0])} is not rated by every estimator")
+        columns = ["estimate", "ci_low", "ci_high"]
+        intervals[name] = mine.set_index("system").loc[order, columns].astype(float)
+    wide = pd.DataFrame(
+        {
+            "system": order,
+            "alpha_mean": first["estimate"].to_numpy(float),
+            "ci_low": first["ci_low"].to_numpy(float),
+            "ci_high": first["ci_high"].to_numpy(float),
+        }
+    )
+    mine = pairs[pairs["estimator"].astype(str) == main]
+    if main == "bayes":
+        p = mine["p_a_better"].to_numpy(float)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = mine["diff_mean"].to_numpy(float) / mine["se_diff"].to_numpy(float)
+        normal = NormalDist()
+        p = np.array([normal.cdf(v) if not math.isnan(v) else math.nan for v in z])
+    flags = mine["significant"].astype("boolean").fillna(False).astype(bool)
+    wide_pairs = pd.DataFrame(
+        {"a": mine["a"].to_numpy(), "b": mine["b"].to_numpy(), "p_a_better": p}
+    ).assign(significant=flags.to_numpy())
+    return names, intervals, wide, wide_pairs
+
+
+def _forest_by_estimator(
+    ax: Axes, intervals: Mapping[str, pd.DataFrame], settings: Mapping[str, Any]
+) -> None:
+    """Each estimator's estimates (markers) and intervals (lines) side by side in each
+    system's row, one colour and marker per estimator, named in a legend
+    (with the systems it does not apply to, where nothing is drawn): the figure's, at its
+    foot, so that it does not widen the panel."""
+    from matplotlib.lines import Line2D
+
+    names = list(intervals)
+    k = len(names)
+    n = len(next(iter(intervals.values())))
+    step = min(0.8 / k, 0.16) if k > 1 else 0.0
+    small = n * k > 60
+    handles = []
+    for i, name in enumerate(names):
+        frame = intervals[name]
+        colour, marker = COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]
+        estimate, low, high = (frame[c].to_numpy(float) for c in ("estimate", "ci_low", "ci_high"))
+        y = np.arange(n) + (i - (k - 1) / 2) * step
+        drawn = np.isfinite(estimate) & np.isfinite(low) & np.isfinite(high)
+        ax.hlines(
+            y[drawn],
+            low[drawn],
+            high[drawn],
+            color=colour,
+            linewidth=0.6 if small else 0.9,
+            gid=f"interval-{name}",
+        )
+        ax.plot(
+            estimate[drawn],
+            y[drawn],
+            ls="none",
+            marker=marker,
+            markersize=1.6 if small else 2.6,
+            color=colour,
+            gid=f"estimate-{name}",
+        )
+        missing = int(n - drawn.sum())
+        label = name + (f" (n/a: {missing} of {n})" if missing else "")
+        handles.append(
+            Line2D([], [], color=colour, marker=marker, markersize=3, linewidth=0.9, label=label)
+        )
+    shown_values = pd.concat(
+        [f.rename(columns={"estimate": "alpha_mean"}) for f in intervals.values()]
+    )
+    ax.set_xlim(*_alpha_limits(shown_values))
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.grid(True, axis="x", linewidth=0.4, alpha=0.35)
+    ax.set_axisbelow(True)
+    level = _percent(settings["level"])
+    ax.set_xlabel(f"{SYMBOLS['alpha']} (share of adequate outputs)\nestimate and {level} interval")
+    legend = ax.figure.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(k, 6 if sum(len(h.get_label()) for h in handles) <= 90 else 4),
+        fontsize=SMALL,
+        frameon=False,
+        handlelength=1.8,
+        columnspacing=1.2,
+        borderaxespad=0.1,
+    )
+    legend.set_gid("estimators")
+    ax.set_label("forest")
+
+
 # --- the figure -------------------------------------------------------------------------
 
 
@@ -499,6 +701,7 @@ def comparison_figure(
     pairs: pd.DataFrame,
     settings: Mapping[str, Any],
     width: float | None = None,
+    source: str | None = None,
 ) -> Figure:
     """The figure :func:`plot_comparison` saves, drawn but not saved (see the module's text).
 
@@ -506,12 +709,21 @@ def comparison_figure(
     ``ci_low``, ``ci_high``); ``pairs`` one row per unordered pair (``a``,
     ``b``, ``p_a_better`` = P(α_a > α_b), ``significant``, adjusted when
     ``adjust`` is "holm" or "bh"); ``settings`` with ``rates``, ``gamma``, ``level``,
-    ``method`` and ``adjust``. ``width`` in inches, :data:`FIGURE_WIDTH` by
-    default; the height follows the number of systems (:func:`figure_height`).
-    Raises SweepError for a missing column or setting, a system listed twice,
-    or a pair naming an unknown system or given twice.
+    ``method`` and ``adjust``. Or the by-estimator tables (:mod:`~.by_estimator`:
+    ``estimator``, ``system``, ``estimate``, ``ci_low``, ``ci_high``; pairs with
+    ``estimator``, ``diff_mean``, ``significant`` and ``se_diff`` or, for
+    ``bayes``, ``p_a_better``), ``method`` needed only with ``bayes``.
+    ``width`` in inches, :data:`FIGURE_WIDTH` by default; the height follows
+    the number of systems (:func:`figure_height`). ``source``, the ratings
+    file's name, heads the title. Raises SweepError for a missing column or
+    setting, a system listed twice, or a pair naming an unknown system or
+    given twice.
     """
-    _check_inputs(systems, pairs, settings)
+    estimators: tuple[str, ...] = ()
+    intervals = None
+    if "estimator" in systems.columns:
+        estimators, intervals, systems, pairs = _by_estimator(systems, pairs, settings)
+    _check_inputs(systems, pairs, settings, bool(estimators))
     width = FIGURE_WIDTH if width is None else float(width)
     names = systems["system"].astype(str).tolist()
     n = len(names)
@@ -519,18 +731,28 @@ def comparison_figure(
     fig = _blank_figure(width, MIN_HEIGHT)
     plan = _column_plan(names, room=0.40 * width * 72.0 / n)
     rotated = max(_text_size(x, plan[1])[0] for x in names) / 72.0 if plan[0] == "up" else 0
-    fig.set_size_inches(width, figure_height(n, rotated))
+    rows = n * (1.0 + 0.3 * (len(estimators) - 1)) if len(estimators) > 1 else n
+    fig.set_size_inches(width, figure_height(rows, rotated))
     grid = fig.add_gridspec(1, 2, width_ratios=(1.0, 1.05))
     forest = fig.add_subplot(grid[0])
     matrix = fig.add_subplot(grid[1])
     for ax in (forest, matrix):
         _style(ax)
-    _forest(forest, systems, settings)
+    if intervals is None:
+        _forest(forest, systems, settings)
+    else:
+        _forest_by_estimator(forest, intervals, settings)
     image = _matrix(matrix, p)
     _mark_significant(matrix, significant)
-    _colorbar(fig, matrix, image, settings, tall=fig.get_figheight() > 4.5)
-    _name_columns(matrix, names, plan, _significance_note(settings))
-    fig.suptitle(comparison_title(settings), fontsize=FONT)
+    z_test = bool(estimators) and "bayes" not in estimators
+    label = Z_TEST_LABEL if z_test else None
+    _colorbar(fig, matrix, image, settings, tall=fig.get_figheight() > 4.5, label=label)
+    note = _significance_note(settings)
+    _name_columns(
+        matrix, names, plan, note.replace("significant", "z-test significant") if z_test else note
+    )
+    title = comparison_title(settings, source, estimators)
+    fig.suptitle(_title_lines(title, FONT, 0.96 * width * 72.0), fontsize=FONT)
     _fit_xlabels(fig, (forest, matrix))
     _name_rows(fig, forest, names)
     for axis in (forest.yaxis, matrix.xaxis, matrix.yaxis):
@@ -544,14 +766,16 @@ def plot_comparison(
     pairs: pd.DataFrame,
     settings: Mapping[str, Any],
     out: str | pathlib.Path,
+    source: str | None = None,
 ) -> pathlib.Path:
     """Draw :func:`comparison_figure` and save it to ``out``; returns ``out`` as a Path.
 
     The format follows the suffix (``.png`` at :data:`DPI`, ``.pdf``, ``.svg``, …,
     whatever matplotlib writes; else SweepError naming ``-o`` and the allowed
     suffixes); the file is saved uncropped, so it is exactly the figure's
-    width, and its directory is created when missing.
+    width, and its directory is created when missing. ``source`` (the ratings
+    file's name) heads the title.
     """
     path = check_image_path(out)
-    fig = comparison_figure(systems, pairs, settings)
+    fig = comparison_figure(systems, pairs, settings, source=source)
     return save_figure(fig, path)  # its directory made, whole or not at all

@@ -56,7 +56,22 @@ def test_rogan_gladen_pools_the_rates_under_shared_rates():
     assert not np.allclose(pooled.set_index("system").estimate, alone.set_index("system").estimate)
 
 
-def test_every_estimator_side_by_side(tmp_path, capsys):
+def drawn_titles(monkeypatch) -> list[str]:
+    """The titles of the comparison figures drawn from now on (one line each)."""
+    from binmetric_sweep.sweep.compare import figure
+
+    titles, draw = [], figure.comparison_figure
+
+    def recording(*args, **kwargs):
+        fig = draw(*args, **kwargs)
+        titles.append(fig.get_suptitle().replace("\n", " "))
+        return fig
+
+    monkeypatch.setattr(figure, "comparison_figure", recording)
+    return titles
+
+
+def test_every_estimator_side_by_side(tmp_path, capsys, monkeypatch):
     result = compare(EXAMPLE, estimator="all")
     systems, pairs = result.systems, result.pairs
     assert list(dict.fromkeys(systems["estimator"])) == [
@@ -79,10 +94,14 @@ def test_every_estimator_side_by_side(tmp_path, capsys):
     text = comparison_text(result)
     assert "ppi_pp" in text and "bayes: " in text and "0.7" in text
     # The same in --json and --out, an estimator field and column.
-    out = tmp_path / "out"
+    out, fig = tmp_path / "out", tmp_path / "all.png"
+    titles = drawn_titles(monkeypatch)
     argv = ["compare", str(ARENA), "--estimator", "all", "--json", "--out", str(out)]
-    assert main(argv) == 0
+    assert main([*argv, "-o", str(fig)]) == 0
     answer = json.loads(capsys.readouterr().out)
+    # -o draws every estimator's intervals, the title naming the file and what is drawn.
+    assert fig.stat().st_size > 10_000 and len(titles) == 1
+    assert titles[0].startswith(f"{ARENA.name} — 6 estimators' 95 % intervals")
     assert {s["estimator"] for s in answer["systems"]} == set(systems["estimator"])
     assert len(answer["pairs"]) == 6 * 3 and answer["settings"]["estimator"] == "all"
     assert all({"rho_mean", "eta_mean"} <= set(s) for s in answer["systems"])
@@ -108,7 +127,7 @@ def test_every_estimator_side_by_side(tmp_path, capsys):
     assert text.count(": not tested") == 3 and "0 of 3" not in text
 
 
-def test_the_real_arena_file_reads_as_it_is(capsys):
+def test_the_real_arena_file_reads_as_it_is(capsys, tmp_path, monkeypatch):
     """Extra columns are ignored and said once; an estimator that does not apply prints the
     reason, not a number."""
     assert main(["compare", str(ARENA), "--estimator", "all", "--level", "0.9"]) == 0
@@ -118,9 +137,16 @@ def test_the_real_arena_file_reads_as_it_is(capsys):
     )
     assert "n/a (1): no metric-only ratings" in captured.out
     assert "877 rows, 877 (system, item) outputs of 3 systems" in captured.out
-    assert main(["compare", str(ARENA), "--estimator", "judge_only"]) == 0
+    titles, fig = drawn_titles(monkeypatch), tmp_path / "judge.png"
+    assert main(["compare", str(ARENA), "--estimator", "judge_only", "-o", str(fig)]) == 0
     text = capsys.readouterr().out
     assert text.count("does not apply: no metric-only ratings") == 3
+    # Drawn though it applies to no system: no interval, a grey matrix, the title saying so.
+    assert fig.is_file() and f"wrote {fig}" in text
+    assert titles == [
+        f"{ARENA.name} — judge_only's 95 % intervals; rates: per-system; matrix: judge_only's "
+        r"z-test, Φ(z) of row − col; $\gamma$ = 0.05"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -131,7 +157,6 @@ def test_the_real_arena_file_reads_as_it_is(capsys):
             "--estimator: 'ppii' is not an estimator; allowed: bayes, "
             "human_only, judge_only, rogan_gladen, ppi, ppi_pp, all",
         ),
-        (["--estimator", "ppi", "-o", "x.png"], "-o: draws the posterior's P matrix"),
         (["--estimator", "all", "--cost-metric", "0.01"], "--cost-metric: plans the posterior"),
     ],
 )

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from binmetric_sweep.sweep.compare import figure as compare_figure
 from binmetric_sweep.sweep.compare.figure import (
@@ -355,3 +356,159 @@ def test_module_imports_matplotlib_only_inside_functions():
     names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
     names += [n.module for n in top if isinstance(n, ast.ImportFrom)]
     assert names and not [n for n in names if n.startswith("matplotlib")]
+
+
+def long_tables(estimators, n: int = 4, seed: int = 6, missing=()):
+    """By-estimator tables as ``sweep compare --estimator`` gives them: each estimator's
+    systems (ranked by its estimate, those it does not apply to last) and its pairs; the
+    (estimator, system) in ``missing`` not applicable (NaN, pairs not tested)."""
+    rng = np.random.default_rng(seed)
+    names = [f"sys-{i}" for i in range(n)]
+    systems, pairs = [], []
+    for k, name in enumerate(estimators):
+        est = np.sort(rng.uniform(0.4, 0.8, n))[::-1]
+        se = rng.uniform(0.01, 0.05, n)
+        gone = np.array([(name, s) in missing for s in names])
+        est[gone], se[gone] = np.nan, np.nan
+        order = np.r_[np.flatnonzero(~gone), np.flatnonzero(gone)] if k else np.arange(n)
+        frame = pd.DataFrame(
+            {
+                "estimator": name,
+                "system": np.array(names)[order],
+                "estimate": est[order],
+                "se": se[order],
+                "ci_low": (est - 1.96 * se)[order],
+                "ci_high": (est + 1.96 * se)[order],
+            }
+        )
+        systems.append(frame)
+        for i, j in itertools.combinations(range(n), 2):
+            a, b = frame.iloc[i], frame.iloc[j]
+            diff, se_diff = a.estimate - b.estimate, math.hypot(a.se, b.se)
+            z = diff / se_diff
+            p = 0.5 * (1 + math.erf(z / math.sqrt(2))) if np.isfinite(z) else np.nan
+            two_sided = 2 * min(p, 1 - p)
+            row = {"estimator": name, "a": a.system, "b": b.system, "diff_mean": diff}
+            if name == "bayes":
+                row.update(p_a_better=p, significant=bool(two_sided <= 0.05))
+            else:
+                tested = np.isfinite(two_sided)
+                row.update(
+                    se_diff=se_diff,
+                    p_value=two_sided,
+                    significant=bool(two_sided <= 0.05) if tested else pd.NA,
+                )
+            pairs.append(row)
+    pairs = pd.DataFrame(pairs).astype({"significant": "boolean"})
+    return pd.concat(systems, ignore_index=True), pairs
+
+
+def forest_intervals(forest, name):
+    """One estimator's drawn intervals (low, high, row position) and estimates."""
+    lines = by_gid(forest.collections, f"interval-{name}").get_segments()
+    dots = by_gid(forest.lines, f"estimate-{name}")
+    ends = np.array([[s[0][0], s[1][0], s[0][1]] for s in lines]).reshape(-1, 3)
+    return ends, np.c_[dots.get_xdata(), dots.get_ydata()]
+
+
+def test_every_estimator_side_by_side_with_the_posterior_s_matrix():
+    """--estimator all: per system one interval per estimator, in its own colour, in the row
+    of the matrix's system; a legend names each estimator and where it does not apply; the
+    matrix is the posterior's P; the title names the file, the estimators and the matrix."""
+    estimators = ("bayes", "human_only", "judge_only")
+    missing = {("judge_only", "sys-1")}
+    systems, pairs = long_tables(estimators, missing=missing)
+    settings = dict(SETTINGS, level=0.9)
+    fig = comparison_figure(systems, pairs, settings, source="arena.csv")
+    axes = panels(fig)
+    forest, matrix = axes["forest"], axes["matrix"]
+    order = systems.loc[systems.estimator == "bayes", "system"].tolist()
+    assert [t.get_text() for t in forest.get_yticklabels()] == order
+    colours = set()
+    for name in estimators:
+        ends, dots = forest_intervals(forest, name)
+        mine = systems[systems.estimator == name].set_index("system").loc[order]
+        drawn = mine["estimate"].notna().to_numpy()
+        rows = np.flatnonzero(drawn)
+        np.testing.assert_allclose(ends[:, :2], mine.loc[drawn, ["ci_low", "ci_high"]])
+        np.testing.assert_allclose(dots[:, 0], mine.loc[drawn, "estimate"])
+        assert (np.abs(ends[:, 2] - rows) < 0.45).all() and (dots[:, 1] == ends[:, 2]).all()
+        assert len(rows) == len(order) - sum(e == name for e, _ in missing)
+        colours.add(tuple(by_gid(forest.collections, f"interval-{name}").get_colors()[0]))
+    assert len(colours) == len(estimators)
+    # Within a row the estimators sit apart, in the legend's order.
+    offsets = [forest_intervals(forest, name)[0][0, 2] for name in estimators]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 3
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "bayes", "human_only", "judge_only (n/a: 1 of 4)",
+    ]  # fmt: skip
+    bayes_systems = systems[systems.estimator == "bayes"].rename(columns={"estimate": "alpha_mean"})
+    p, marked = expected_matrix(bayes_systems, pairs[pairs.estimator == "bayes"])
+    np.testing.assert_allclose(matrix.images[0].get_array().filled(np.nan), p, equal_nan=True)
+    assert_outlines(by_gid(matrix.collections, "significant").get_segments(), marked)
+    fig.canvas.draw()
+    f_box, m_box = forest.get_window_extent(), matrix.get_window_extent()
+    assert (f_box.y0, f_box.y1) == pytest.approx((m_box.y0, m_box.y1))
+    title = fig.get_suptitle().replace("\n", " ")
+    assert title.startswith("arena.csv — 3 estimators' 90 % intervals; rates: per-system;")
+    assert "matrix: the posterior's P(row > col), quadrature" in title
+    assert "P" in axes["colorbar"].get_ylabel()
+    assert fig.get_figwidth() == pytest.approx(FIGURE_WIDTH)
+    fig.clear()
+
+
+def test_one_classical_estimator_draws_its_z_test():
+    """A classical estimator alone: its intervals, and its z-test as Φ(z) on the matrix's
+    scale (a pair it cannot test grey, not outlined), said in the title and the colorbar; no
+    sampler in the title, none needed in the settings."""
+    systems, pairs = long_tables(["ppi"], n=5, missing={("ppi", "sys-4")})
+    settings = {k: v for k, v in SETTINGS.items() if k != "method"}
+    fig = comparison_figure(systems, pairs, settings, source="r.csv")
+    axes = panels(fig)
+    ends, _ = forest_intervals(axes["forest"], "ppi")
+    assert len(ends) == 4
+    z = pairs["diff_mean"] / pairs["se_diff"]
+    expected = pairs.assign(
+        p_a_better=stats.norm.cdf(z), significant=pairs.significant.fillna(False)
+    )
+    p, marked = expected_matrix(systems.rename(columns={"estimate": "alpha_mean"}), expected)
+    drawn = axes["matrix"].images[0].get_array()
+    np.testing.assert_allclose(drawn.filled(np.nan), p, atol=1e-14, equal_nan=True)
+    assert np.isnan(p[4]).all() and marked.any()  # sys-4: no test, a grey row
+    assert_outlines(by_gid(axes["matrix"].collections, "significant").get_segments(), marked)
+    assert "Phi(z)" in axes["colorbar"].get_ylabel()
+    assert "outlined: z-test significant at" in axes["matrix"].get_xlabel()
+    title = fig.get_suptitle().replace("\n", " ")
+    assert title == (
+        r"r.csv — ppi's 95 % intervals; rates: per-system; matrix: ppi's z-test, Φ(z) of "
+        r"row − col; $\gamma$ = 0.05"
+    )
+    assert "quadrature" not in title and "NUTS" not in title
+    fig.clear()
+
+
+def test_the_file_s_name_heads_the_posterior_s_title():
+    settings = dict(SETTINGS, adjust="bh")
+    assert comparison_title(settings, "ratings.csv") == (
+        r"ratings.csv — rates: per-system, quadrature; $\gamma$ = 0.05 (BH), 95 % intervals"
+    )
+    systems, pairs = synthetic(3)
+    fig = comparison_figure(systems, pairs, SETTINGS, source="a-rather-long-file-name.parquet")
+    assert fig.get_suptitle().startswith("a-rather-long-file-name.parquet — rates: per-system")
+    fig.clear()
+
+
+def test_by_estimator_tables_refused_in_one_line():
+    systems, pairs = long_tables(["bayes", "ppi"])
+
+    def draw(s=systems, p=pairs, settings=SETTINGS):
+        return lambda: comparison_figure(s, p, settings)
+
+    refuses(draw(s=systems.drop(columns="ci_high")), "systems", "ci_high")
+    refuses(draw(p=pairs.drop(columns="p_a_better")), "pairs", "p_a_better", "bayes")
+    refuses(draw(settings={"rates": "shared", "gamma": 0.05, "level": 0.9}), "settings", "adjust")
+    settings = {k: v for k, v in SETTINGS.items() if k != "method"}
+    refuses(draw(settings=settings), "settings", "method")
+    refuses(draw(s=pd.concat([systems, systems.iloc[:1]])), "'sys-0'", "twice for bayes")
+    refuses(draw(s=systems.iloc[:-1]), "'sys-3'", "not rated by every estimator")
