@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -13,12 +14,14 @@ from scipy import stats
 
 from binmetric_sweep.sweep.cli import main
 from binmetric_sweep.sweep.compare import compare
+from binmetric_sweep.sweep.compare.ratings import read_ratings
 from binmetric_sweep.sweep.compare.report import comparison_text
 
 from .helpers import REPO
 
 EXAMPLE = REPO / "examples" / "ratings.csv"
 ARENA = REPO / "examples" / "arena_judge_gpt-4o-mini.csv"
+CALIBRATION = REPO / "examples" / "arena_judge_gpt-4o-mini_calibration.csv"
 
 
 def test_a_classical_estimator_per_system_and_its_z_tests():
@@ -165,3 +168,36 @@ def test_bad_estimator_options(argv, message, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("sweep: error: ") and "\n" not in err and message in err, err
     assert not (tmp_path / "never").exists()
+
+
+def test_the_shipped_calibration_split_is_the_script_s_and_puts_the_judge_to_work():
+    """examples/arena_judge_gpt-4o-mini_calibration.csv is what scripts/calibration_split.py
+    makes of the Arena file, byte for byte: per system ⌈10 %⌉ of the battles keep their human
+    label (paired), the rest the judge's only; so judge-only and Rogan–Gladen apply."""
+    import importlib.util
+    import io
+
+    spec = importlib.util.spec_from_file_location(
+        "calibration_split", REPO / "scripts" / "calibration_split.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    fields, rows = script.read_rows(ARENA)
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(script.calibration_split(rows, 0.1, 64))
+    assert CALIBRATION.read_bytes() == buffer.getvalue().encode()
+
+    original = pd.read_csv(ARENA).groupby("system").size()
+    counts = read_ratings(CALIBRATION).counts.set_index("system")
+    np.testing.assert_array_equal(counts["n_phi"], np.ceil(0.1 * original[counts.index]))
+    assert (counts["n_rho_eta"] == counts["n_phi"]).all()  # every kept battle has a pick
+    # The judge's battle without a pick lost its human label, so it is gone.
+    dropped = (original[counts.index] - counts["n_outputs"]).to_dict()
+    assert dropped == {
+        "vs-gemini-2.5-flash": 0, "vs-gemini-2.5-pro": 1, "vs-qwen3-235b-a22b-no-thinking": 0,
+    }  # fmt: skip
+    assert (counts["n_m"] == counts["n_outputs"] - counts["n_phi"]).all()
+    for name in ("judge_only", "rogan_gladen"):
+        assert compare(CALIBRATION, estimator=name).systems["applicable"].all()
