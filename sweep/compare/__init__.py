@@ -61,7 +61,8 @@ def compare(
     ``estimator`` other than "bayes" (a classical one, or "all") gives, in
     place of the posterior's tables, one row per (estimator, system) and one
     per (estimator, pair) with its z-test (:mod:`~.by_estimator`); "all"
-    includes the posterior's rows.
+    includes the posterior's rows. A pair an estimator cannot test has
+    ``significant`` NA (a nullable boolean column), not False.
 
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
