@@ -176,12 +176,27 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser(
         "plan",
         help="the cheapest human + metric ratings for a target ε (--eps) or budget (--budget)",
+        description="The cheapest N_Φ human and N_M metric ratings of one system for a target "
+        "ε (--eps), or the least ε within a --budget, checked by simulated campaigns. Sizes "
+        "and costs are per system: ε is the difference between two systems each rated so, "
+        "and comparing two systems costs twice the cost shown. ρ and η are the metric's "
+        "rates on the paired ratings, not its agreement with humans: agreement = αρ + (1 − "
+        "α)η, so an 80 % agreement is many (ρ, η), and their plans differ (docs/model.md, "
+        "'Planning a campaign'); --pilot FILE reads α, ρ, η off a small file of paired "
+        "ratings.",
     )
     for name, metavar, text in PLAN_OPTIONS:
         kind = str if name == "n_rho_eta" else float
         plan.add_argument(f"--{name.replace('_', '-')}", type=kind, metavar=metavar, help=text)
     plan.add_argument(
         "--grid", metavar="PLAN.yaml", help="a YAML list of scenarios (keys as these options)"
+    )
+    plan.add_argument(
+        "--pilot",
+        metavar="FILE",
+        help="one system's pilot ratings (columns human, metric: 1, 0 or empty; CSV, Parquet "
+        "or JSON Lines): α, ρ, η are their posterior means under uniform priors; --alpha, "
+        "--rho or --eta given replace the pilot's value",
     )
     plan.add_argument(
         "--replicates",
@@ -262,14 +277,15 @@ def _compare_parser(commands) -> None:
     compare.add_argument(
         "--seed", type=_count, default=0, metavar="N", help="seed of the NUTS draws (default 0)"
     )
+    # No choices: a rule refused (all) is refused with its reason (sweep.compare.ratings).
     for flag, kind in (("--annotators", "human"), ("--judges", "metric")):
         compare.add_argument(
             flag,
-            choices=("refuse", "majority", "all"),
             default="refuse",
+            metavar="{refuse,majority}",
             help=f"with an item column: how several {kind} labels of one item combine: refuse "
-            f"(the default: an error naming the item), majority (a tie is refused), or all "
-            f"(each label a separate {kind} rating)",
+            f"(the default: an error naming the item) or majority (the label most of them "
+            f"give; a tie is refused)",
         )
     compare.add_argument(
         "--estimator",
@@ -316,15 +332,40 @@ def _compare_parser(commands) -> None:
 #: ``sweep plan``'s scenario options: name, metavar and help. Their values are
 #: checked by ``sweep.plan.PlanSpec``, whose errors name the option.
 PLAN_OPTIONS = (
-    ("alpha", "A", "the system's success rate α, in (0, 1); required"),
-    ("rho", "R", "the metric's true-positive rate ρ, in [0, 1]; required"),
-    ("eta", "E", "the metric's true-negative rate η, in [0, 1]; required"),
-    ("eps", "EPS", "target difference ε on α's 0-1 scale, in (0, 1): the cheapest plan for it"),
-    ("budget", "B", "most a campaign may cost, in --cost-human units: the least ε it buys"),
+    ("alpha", "A", "the system's success rate α, in (0, 1); required (or --pilot)"),
+    (
+        "rho",
+        "R",
+        "the metric's true-positive rate ρ, in [0, 1]: P(metric 1 | human 1); required (or "
+        "--pilot)",
+    ),
+    (
+        "eta",
+        "E",
+        "the metric's true-negative rate η, in [0, 1]: P(metric 0 | human 0); required (or "
+        "--pilot)",
+    ),
+    (
+        "eps",
+        "EPS",
+        "target difference ε between two systems' α, on its 0-1 scale, in (0, 1): the cheapest "
+        "plan per system for it",
+    ),
+    (
+        "budget",
+        "B",
+        "most a campaign may cost per system, in --cost-human units: the least ε it buys",
+    ),
     ("gamma", "G", "significance level γ of the two-sided test, in (0, 1) (default 0.05)"),
     ("power", "P", "power the test must reach at a difference ε, in [0.5, 1) (default 0.8)"),
     ("cost_human", "C", "price of one human rating, > 0 (default 1)"),
-    ("cost_metric", "C", "price of one metric rating, > 0, in the same unit; required"),
+    (
+        "cost_metric",
+        "C",
+        "price of one metric rating (a judge's label of one output), > 0, in units of one human "
+        "rating (the unit of --cost-human): 0.002 means 500 judge ratings cost as much as one "
+        "human rating; required",
+    ),
     (
         "n_rho_eta",
         "shared|known|N",
@@ -401,9 +442,11 @@ def _show(args) -> None:
 
 
 def _plot(args) -> None:
+    from binmetric_sweep.sweep.paths import check_file_path
     from binmetric_sweep.sweep.plots import plot_surface
     from binmetric_sweep.sweep.tables import parse_where
 
+    check_file_path(args.output, "-o")  # before the surface is read
     path = plot_surface(
         _view_surface(args.dir, "the figure shows"),
         args.value,
@@ -437,6 +480,7 @@ def _plan(args) -> int:
         if args.estimator != "bayes":
             raise SweepError("--estimator: plans one scenario given by flags, not --grid")
         flags = [f"--{f.replace('_', '-')}" for f in given] + ["-o"] * bool(args.output)
+        flags += ["--pilot"] * (args.pilot is not None)
         if flags:
             raise SweepError(
                 f"--grid: give scenarios in the file or as flags, not both (got {', '.join(flags)})"
@@ -444,9 +488,16 @@ def _plan(args) -> int:
         plans = plan_grid(load_plan_grid(args.grid), replicates=args.replicates, seed=args.seed)
         print(plans_json(plans) if args.json else plan_table(plans))
         return _plan_status(plans)
+    pilot = None
+    if args.pilot is not None:
+        from binmetric_sweep.sweep.plan import read_pilot
+
+        pilot = read_pilot(args.pilot, label="--pilot")
+        given = pilot.rates() | given  # a rate given as a flag replaces the pilot's
     for required in ("alpha", "rho", "eta", "cost_metric"):
         if required not in given:
-            raise SweepError(f"--{required.replace('_', '-')}: required (or give --grid PLAN.yaml)")
+            other = "--pilot FILE or --grid PLAN.yaml" if required != "cost_metric" else "--grid"
+            raise SweepError(f"--{required.replace('_', '-')}: required (or give {other})")
     from binmetric_sweep.sweep.estimates import estimator_names
 
     names = estimator_names(args.estimator)
@@ -459,14 +510,25 @@ def _plan(args) -> int:
         from binmetric_sweep.sweep.plan.report import estimators_json, estimators_text
 
         spec = flag_spec(given)
+        _pilot_notes(pilot)
         rows = plan_estimators(spec, names, replicates=args.replicates, seed=args.seed)
-        print(estimators_json(rows) if args.json else estimators_text(rows, spec))
-        return 0 if all(r["reachable"] or r["reason"] for r in rows) else UNREACHABLE_STATUS
+        if args.json:
+            print(estimators_json(rows, pilot))
+        else:
+            head = [] if pilot is None else [pilot.line(spec)]
+            print("\n".join([*head, estimators_text(rows, spec)]))
+        return 0 if all(r.reachable or r.reason for r in rows) else UNREACHABLE_STATUS
     if args.output:
         if "eps" not in given:
             raise SweepError("-o: the frontier needs a target --eps")
         check_image_path(args.output)
-    plans = plan_grid([flag_spec(given)], replicates=args.replicates, seed=args.seed, frontier=True)
+    spec = flag_spec(given)
+    _pilot_notes(pilot)
+    plans = plan_grid([spec], replicates=args.replicates, seed=args.seed, frontier=True)
+    if pilot is not None:
+        from dataclasses import replace
+
+        plans = [replace(p, pilot=pilot) for p in plans]
     print(plans_json(plans) if args.json else "\n".join(plans[0].lines()))
     if args.output:
         path = plot_frontier(plans[0], args.output)
@@ -531,6 +593,12 @@ def _compare(args) -> None:
         )
     for path in wrote:
         print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+
+
+def _pilot_notes(pilot) -> None:
+    """A pilot's notes (what it did not use) on standard error."""
+    for note in pilot.notes() if pilot is not None else ():
+        print(f"sweep: note: {note}", file=sys.stderr)
 
 
 def _plan_status(plans) -> int:

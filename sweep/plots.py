@@ -31,7 +31,7 @@ import pandas as pd
 from pandas.api import types as ptypes
 
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.paths import check_parents
+from binmetric_sweep.sweep.paths import check_file_path, writing
 from binmetric_sweep.sweep.tables import (
     INTEGER_VALUES,
     INTERVAL_VALUES,
@@ -347,19 +347,35 @@ def _check_out(out: str | pathlib.Path, canvas) -> pathlib.Path:
         )
     if not path.parent.is_dir():
         raise SweepError(f"--out {str(path)!r}: directory {str(path.parent)!r} does not exist")
-    return path
+    return check_file_path(path, "--out")
 
 
-def save_figure(fig: Figure, path: str | pathlib.Path) -> pathlib.Path:
+def save_figure(fig: Figure, path: str | pathlib.Path, option: str = "-o") -> pathlib.Path:
     """Write ``fig`` to ``path`` (format from the suffix, :data:`DPI` for rasters) and release it.
 
     Not cropped (no ``bbox_inches="tight"``): the file keeps the figure's width,
-    so a paper can include it at 100 % and its text keeps its point size.
+    so a paper can include it at 100 % and its text keeps its point size. Whole
+    or not at all: saved under ``path``'s own name in a scratch directory beside
+    it (the bytes a direct save writes), then renamed over it; a failed write (a
+    read-only mount, a full disk) is one :class:`SweepError` line naming ``option``.
     """
-    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
-    fig.clear()
-    return pathlib.Path(path)
+    import os
+    import shutil
+    import tempfile
+
+    path = pathlib.Path(path)
+    try:
+        with writing(option, path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            scratch = tempfile.mkdtemp(prefix=".binmetric-sweep-figure-", dir=path.parent)
+            try:
+                fig.savefig(os.path.join(scratch, path.name), dpi=DPI)
+                os.replace(os.path.join(scratch, path.name), path)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+    finally:
+        fig.clear()
+    return path
 
 
 def _shown_ticklabels(axis, index: int) -> list:
@@ -1005,7 +1021,7 @@ def plot_surface(
         width=width,
         interval=interval,
     )
-    return save_figure(fig, path)
+    return save_figure(fig, path, option="--out")
 
 
 def check_image_path(out: str | pathlib.Path) -> pathlib.Path:
@@ -1019,7 +1035,4 @@ def check_image_path(out: str | pathlib.Path) -> pathlib.Path:
     if path.suffix.lstrip(".").lower() not in supported:
         allowed = ", ".join(sorted(supported))
         raise SweepError(f"-o: {str(path)!r} has no supported image suffix; allowed: {allowed}")
-    if path.is_dir():
-        raise SweepError(f"-o: {str(path)!r} is a directory, not a file")
-    check_parents(path, "-o")
-    return path
+    return check_file_path(path, "-o")

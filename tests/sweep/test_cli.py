@@ -249,3 +249,106 @@ def test_run_out_under_a_file_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     expected = f"--out: {str(blocker / 'sub')!r} cannot be made: {str(blocker)!r} is a file"
     assert err == f"sweep: error: {expected}"
+
+
+def test_compare_label_rules_list_what_works_and_refuse_all_before_anything(tmp_path, capsys):
+    """--annotators/--judges offer refuse and majority; all (each label its own rating) is
+    refused saying why, before the file is read: exit 2, one line, nothing written."""
+    import argparse
+
+    from binmetric_sweep.sweep.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    compare = commands.choices["compare"]
+    for flag in ("--annotators", "--judges"):
+        action = next(a for a in compare._actions if flag in a.option_strings)
+        assert action.metavar == "{refuse,majority}" and action.default == "refuse"
+        assert " all" not in action.help and "majority" in action.help
+    out, fig = tmp_path / "out", tmp_path / "fig.png"
+    for flag in ("--annotators", "--judges"):
+        argv = ["compare", str(tmp_path / "absent.csv"), flag, "all", "--out", str(out)]
+        assert main([*argv, "-o", str(fig)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(
+            f"sweep: error: {flag}: 'all' is not allowed: the labels of one item share one truth"
+        )
+        assert f"use {flag} majority" in err
+    assert not out.exists() and not fig.exists()
+
+
+def test_compare_names_a_misspelt_column_as_the_api_does(tmp_path, capsys):
+    """The same table, as a file or a DataFrame, is refused with the same words (the file's
+    layout rule), not as a counts table missing n_phi."""
+    import pandas as pd
+
+    from binmetric_sweep.sweep.compare import compare
+    from binmetric_sweep.sweep.errors import SweepError
+
+    frame = pd.DataFrame({"system": ["A", "B"], "item": ["q1", "q1"], "humna": [1, 0]})
+    frame["metric"] = [1, None]
+    path = tmp_path / "misspelt.csv"
+    frame.to_csv(path, index=False)
+    assert main(["compare", str(path)]) == 2
+    said = (
+        "no column 'human'; a ratings table has columns system, human, metric and optionally "
+        "item (others are ignored); columns found: 'system', 'item', 'humna', 'metric'"
+    )
+    assert capsys.readouterr().err == f"sweep: error: {path}: {said}\n"
+    with pytest.raises(SweepError) as caught:
+        compare(frame)
+    assert str(caught.value) == f"ratings: {said}"
+
+
+UNWRITABLE = "/proc/binmetric-test"  # nothing can be created under /proc, even by root
+CANNOT_MAKE = f"cannot be made: cannot create a directory in '/proc': {os.strerror(2)}"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["run", "SWEEP", "--out", f"{UNWRITABLE}/out"],
+            f"--out: '{UNWRITABLE}/out' {CANNOT_MAKE}",
+        ),
+        (
+            ["run", "SWEEP", "--out", "/proc"],
+            f"--out: '/proc' cannot be written: cannot create a file in it: {os.strerror(2)}",
+        ),
+        (
+            ["compare", "RATINGS", "--out", f"{UNWRITABLE}/t"],
+            f"--out: '{UNWRITABLE}/t' {CANNOT_MAKE}",
+        ),
+        (
+            ["compare", "RATINGS", "-o", f"{UNWRITABLE}/c.png"],
+            f"-o: '{UNWRITABLE}/c.png' {CANNOT_MAKE}",
+        ),
+        (
+            ["compare", "RATINGS", "-o", "/proc/c.png"],
+            f"-o: '/proc/c.png' cannot be written: cannot create a file in '/proc': "
+            f"{os.strerror(2)}",
+        ),
+        # Refused before the sweep's directory (here none) is read.
+        (
+            ["plot", "NOSWEEP", "--rows", "n_phi", "--cols", "n_m", "-o", f"{UNWRITABLE}/p.png"],
+            f"-o: '{UNWRITABLE}/p.png' {CANNOT_MAKE}",
+        ),
+        (
+            ["plan", "--alpha", "0.6", "--rho", "0.8", "--eta", "0.8", "--eps", "0.05"]
+            + ["--cost-metric", "0.01", "-o", f"{UNWRITABLE}/f.png"],
+            f"-o: '{UNWRITABLE}/f.png' {CANNOT_MAKE}",
+        ),
+    ],
+)
+def test_unwritable_outputs_exit_2_in_one_line_before_any_work(tmp_path, capsys, argv, message):
+    """run, compare, plot and plan: checked before anything is computed or read; no
+    traceback, nothing printed to standard output, nothing written."""
+    sweep = write_sweep(tmp_path / "s.yaml", tiny())
+    where = {"SWEEP": sweep, "RATINGS": str(REPO / "examples" / "ratings.csv")}
+    where["NOSWEEP"] = str(tmp_path / "none")
+    argv = [where.get(a, a) for a in argv] + ["--no-progress"] * (argv[0] == "run")
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"sweep: error: {message}\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["s.yaml"]

@@ -512,7 +512,8 @@ def test_a_system_without_human_ratings_is_warned_about_under_shared_rates_too()
 
 def test_items_with_several_annotators_on_the_command_line(tmp_path, capsys):
     """Three annotators per item: refused by default (exit 2, one line, nothing written);
-    combined on request, with what was read in the header and the JSON."""
+    combined on request, with what was read in the header and the JSON; never each label
+    as its own rating (``all``: refused, saying why)."""
     path = tmp_path / "three.csv"
     path.write_text(
         "system,item,annotator,human,metric\n"
@@ -525,7 +526,7 @@ def test_items_with_several_annotators_on_the_command_line(tmp_path, capsys):
     assert err == (
         f"sweep: error: {path}: row 2, column human: system 'A', item 'q1' has 3 human labels "
         "(2 × 1, 1 × 0); say how to combine several human labels of one item: "
-        "--annotators majority or all"
+        "--annotators majority"
     )
     assert not out.exists()
     assert main(["compare", str(path), "--annotators", "majority"]) == 0
@@ -539,15 +540,17 @@ def test_items_with_several_annotators_on_the_command_line(tmp_path, capsys):
         "sweep: --annotators majority: 3 items with several human labels took their majority "
         "(1 of them disagreeing)\n"
     )
-    assert main(["compare", str(path), "--annotators", "all", "--json"]) == 0
-    captured = capsys.readouterr()
-    answer = json.loads(captured.out)
+    assert main(["compare", str(path), "--annotators", "majority", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
     a = next(s for s in answer["systems"] if s["system"] == "A")
-    assert (a["n_outputs"], a["n_human"], a["n_paired"], a["n_metric"]) == (3, 7, 5, 0)
-    assert answer["settings"]["annotators"] == "all"
+    assert (a["n_outputs"], a["n_human"], a["n_paired"], a["n_metric"]) == (3, 3, 2, 0)
+    assert answer["settings"]["annotators"] == "majority"
     assert answer["read"]["several_human"] == 3 and len(answer["read"]["notes"]) == 2
     assert answer["read"]["ignored"] == ["annotator"]
-    assert captured.err.count("--annotators all:") == 1
+    assert main(["compare", str(path), "--annotators", "all", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sweep: error: --annotators: 'all' is not allowed: the labels of one")
+    assert not out.exists()
 
 
 def thousand_systems(seed: int = 11) -> pd.DataFrame:
