@@ -20,6 +20,7 @@ importing this module is cheap and pyplot's global figure list is never touched.
 
 from __future__ import annotations
 
+import itertools
 import math
 import pathlib
 import re
@@ -388,18 +389,38 @@ def _shown_ticklabels(axis, index: int) -> list:
     ]
 
 
-def hide_overlapping_ticklabels(fig: Figure, ax: Axes) -> None:
-    """Hide any tick label that would overlap the one kept before it (after a layout pass)."""
+def hide_overlapping_ticklabels(fig: Figure, ax: Axes, rotate_names: bool = False) -> None:
+    """Hide any tick label that would overlap the one kept before it (after a layout pass).
+
+    With ``rotate_names``, x labels that would overlap are turned 45° instead, every one
+    kept: names (estimators) cannot be read off their neighbours as numbers can, and
+    slanted labels lie side by side (their boxes overlap, their text does not).
+    """
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    for axis, index, lo, hi in ((ax.xaxis, 0, "x0", "x1"), (ax.yaxis, 1, "y0", "y1")):
-        boxes = [(t.get_window_extent(renderer), t) for t in _shown_ticklabels(axis, index)]
+    axes = [(ax.xaxis, 0, "x0", "x1"), (ax.yaxis, 1, "y0", "y1")]
+    if rotate_names and _overlapping(_boxes(ax.xaxis, 0, renderer), "x0", "x1"):
+        for text in ax.get_xticklabels():
+            text.set(rotation=45, horizontalalignment="right", rotation_mode="anchor")
+        axes = axes[1:]
+    for axis, index, lo, hi in axes:
         end = -math.inf
-        for box, text in sorted(boxes, key=lambda b: getattr(b[0], lo)):
+        for box, text in sorted(_boxes(axis, index, renderer), key=lambda b: getattr(b[0], lo)):
             if getattr(box, lo) < end + 2:
                 text.set_visible(False)
             else:
                 end = getattr(box, hi)
+
+
+def _boxes(axis, index: int, renderer) -> list:
+    """(window extent, text) of each tick label ``axis`` shows."""
+    return [(t.get_window_extent(renderer), t) for t in _shown_ticklabels(axis, index)]
+
+
+def _overlapping(boxes: list, lo: str, hi: str) -> bool:
+    """Whether any two of ``boxes``, in order along the axis, come within 2 pixels."""
+    spans = sorted((getattr(box, lo), getattr(box, hi)) for box, _ in boxes)
+    return any(start < end + 2 for (_, end), (start, _) in itertools.pairwise(spans))
 
 
 # --- heatmap ----------------------------------------------------------------------------
@@ -518,7 +539,8 @@ def _heatmap(
     )
     fmt, power = cell_format(norm, whole)
     _colorbar(fig, ax, image, value, extend, power)
-    hide_overlapping_ticklabels(fig, ax)
+    names = not ptypes.is_numeric_dtype(table.columns.dtype)
+    hide_overlapping_ticklabels(fig, ax, rotate_names=names)
     _annotate(fig, ax, cells, norm, cmap, fmt)
     if marks is not None:
         _hatch(ax, np.asarray(marks, dtype=bool), cells, norm, cmap)

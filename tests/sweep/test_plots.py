@@ -573,3 +573,19 @@ def test_a_figure_of_an_unfinished_sweep_says_so(surface):
     frame.attrs.update(shards_done=5)
     title = surface_figure(frame, "eps", where=WHERE, rows="n_phi", cols="n_m").get_suptitle()
     assert "shards" not in title
+
+
+def test_a_heatmap_across_estimators_names_every_one(surface):
+    # Six names at one column's width overlap level: they slant, and none is hidden (a
+    # hidden name cannot be read off its neighbours as a hidden number can).
+    base = with_estimators(surface)
+    bayes = base[base.estimator == "bayes"]
+    names = ["bayes", "human_only", "judge_only", "ppi", "ppi_pp", "rogan_gladen"]
+    frame = pd.concat([bayes.assign(estimator=name) for name in names], ignore_index=True)
+    fig = surface_figure(frame, "eps", where={**WHERE, "n_m": 1000}, rows="n_phi", cols="estimator")
+    ax = fig.axes[0]
+    assert list(shown_ticklabels(fig, ax.xaxis)) == names
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {45.0}
+    # Numbers keep their upright labels (thinned where crowded).
+    fig = surface_figure(surface, "eps", where=WHERE, rows="n_phi", cols="n_m")
+    assert {t.get_rotation() for t in fig.axes[0].get_xticklabels()} == {0.0}
