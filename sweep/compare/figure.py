@@ -308,13 +308,19 @@ def _forest(ax: Axes, systems: pd.DataFrame, settings: Mapping[str, Any]) -> Non
         color="black",
         gid="alpha-mean",
     )
-    ax.set_xlim(*_alpha_limits(systems))
+    _alpha_axis(ax, systems, n, settings, "mean")
+    ax.set_label("forest")
+
+
+def _alpha_axis(ax, values: pd.DataFrame, n: int, settings: dict, point: str) -> None:
+    """α across ``ax`` (limits from ``values``' intervals), ``n`` systems down it, first on
+    top; the label names the ``point`` drawn ("mean", "estimate") and the interval's level."""
+    ax.set_xlim(*_alpha_limits(values))
     ax.set_ylim(n - 0.5, -0.5)
     ax.grid(True, axis="x", linewidth=0.4, alpha=0.35)
     ax.set_axisbelow(True)
     level = _percent(settings["level"])
-    ax.set_xlabel(f"{SYMBOLS['alpha']} (share of adequate outputs)\nmean and {level} interval")
-    ax.set_label("forest")
+    ax.set_xlabel(f"{SYMBOLS['alpha']} (share of adequate outputs)\n{point} and {level} interval")
 
 
 # --- the matrix -------------------------------------------------------------------------
@@ -673,12 +679,7 @@ def _forest_by_estimator(
     shown_values = pd.concat(
         [f.rename(columns={"estimate": "alpha_mean"}) for f in intervals.values()]
     )
-    ax.set_xlim(*_alpha_limits(shown_values))
-    ax.set_ylim(n - 0.5, -0.5)
-    ax.grid(True, axis="x", linewidth=0.4, alpha=0.35)
-    ax.set_axisbelow(True)
-    level = _percent(settings["level"])
-    ax.set_xlabel(f"{SYMBOLS['alpha']} (share of adequate outputs)\nestimate and {level} interval")
+    _alpha_axis(ax, shown_values, n, settings, "estimate")
     legend = ax.figure.legend(
         handles=handles,
         loc="outside lower center",

@@ -90,7 +90,18 @@ def _reachable(spec: PlanSpec, got: dict) -> bool:
     )
 
 
-def _plan_of(spec: PlanSpec, got: dict, z, tested, checks, replicates: int, seed: int) -> Plan:
+def _plan_of(
+    spec: PlanSpec,
+    got: dict,
+    z,
+    tested,
+    checks,
+    replicates: int,
+    seed: int,
+    *,
+    reachable: bool | None = None,
+    estimator: str = "bayes",
+) -> Plan:
     """The :class:`Plan` of one scenario.
 
     Args:
@@ -100,10 +111,12 @@ def _plan_of(spec: PlanSpec, got: dict, z, tested, checks, replicates: int, seed
         tested: the difference the simulation tested.
         checks: the simulation's power, its MCSE, type-I rate and its MCSE (NaN: not run).
         replicates, seed: the simulation's.
+        reachable: whether it meets the target (None: :func:`_reachable` of ``got``).
+        estimator: the estimator it was planned and simulated with.
     """
     x, y, e = got["n_phi"], got["n_m"], float(got["eps"])
     cost = float(spec.cost(x, y))
-    reachable = _reachable(spec, got)
+    reachable = _reachable(spec, got) if reachable is None else reachable
     alone, unlimited, floor = got.get("alone"), got.get("unlimited"), got.get("floor")
     power, power_se, type1, type1_se = checks
     return Plan(
@@ -127,6 +140,7 @@ def _plan_of(spec: PlanSpec, got: dict, z, tested, checks, replicates: int, seed
         seed=int(seed),
         frontier=got.get("frontier", ()),
         message=_message(spec, x, y, cost, e, reachable, alone, unlimited, floor),
+        estimator=estimator,
     )
 
 
@@ -243,30 +257,11 @@ def _classical_plan_of(
     if spec.eps is not None:
         humans = classical_plan("human_only", spec.model_copy(update={"budget": None}))
         alone = None if humans.reason else humans.n_phi
-    x, y, e, cost = found.n_phi, found.n_m, found.eps, found.cost
-    power, power_se, type1, type1_se = checks
-    return Plan(
-        spec=spec,
-        n_phi=x,
-        n_m=y,
-        cost=cost,
-        eps=e,
-        sd=e / (math.sqrt(2.0) * float(z)),
-        reachable=reachable,
-        n_phi_alone=alone,
-        cost_alone=None if alone is None else float(spec.cost(alone, 0)),
-        n_phi_unlimited=None,
-        eps_floor=None,
-        eps_tested=float(tested),
-        empirical_power=power,
-        empirical_power_mcse=power_se,
-        type1_rate=type1,
-        type1_mcse=type1_se,
-        replicates=int(replicates),
-        seed=int(seed),
-        message=_message(spec, x, y, cost, e, reachable, alone, None, None),
-        estimator=found.estimator,
-    )
+    got = {"n_phi": found.n_phi, "n_m": found.n_m, "eps": found.eps, "alone": alone}
+    return _plan_of(
+        spec, got, z, tested, checks, replicates, seed,
+        reachable=reachable, estimator=found.estimator,
+    )  # fmt: skip
 
 
 def plan_estimators(
