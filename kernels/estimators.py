@@ -115,7 +115,7 @@ class Estimator(NamedTuple):
         name: as sweep files and tables spell it.
         estimate: ``(counts, level) -> Estimate``: ``(B,)`` lanes' counts and
             the interval's level in (0, 1).
-        interval: the interval's kind, in words (the README's table).
+        interval: the interval's kind, in words (docs/estimators.md's table).
     """
 
     name: str

@@ -142,7 +142,7 @@ class SweepStatus:
         if len(set(self.devices) - {"not recorded"}) > 1:
             out.append(
                 "note: shards were computed on different kinds of device, whose draws differ "
-                "for the same seed (see the README, Installing for GPU)"
+                "for the same seed (see the README, GPU)"
             )
         return out
 
