@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from binmetric_sweep.kernels.estimators import ESTIMATOR_NAMES
+from binmetric_sweep.sweep.columns import GRID_AXES, PROBABILITY_AXES, SIZE_AXES
 from binmetric_sweep.sweep.errors import SweepError, shown
 
 __all__ = [
@@ -38,10 +39,9 @@ __all__ = [
     "spec_from_canonical",
 ]
 
-PROBABILITY_AXES = ("alpha", "rho", "eta", "psi")
-SIZE_AXES = ("n_phi", "n_rho_eta", "n_m")
-#: Grid axes in the order their Cartesian product varies (the last fastest).
-AXES = ("alpha", "rho", "eta", "n_phi", "n_rho_eta", "psi", "n_m")
+#: Grid axes in the order their Cartesian product varies (the last fastest), its
+#: probabilities and its sample sizes: the column registry's (:mod:`sweep.columns`).
+AXES = GRID_AXES
 #: Largest sample size accepted (counts stay exact integers in float64 far beyond it).
 MAX_SIZE = 10**9
 _SIGNIFICANT = 12  # values are stored to 12 significant digits, so 0.1 + 0.2 is 0.3

@@ -14,24 +14,14 @@ import hashlib
 import numpy as np
 import pandas as pd
 
+from binmetric_sweep.sweep.columns import CONFIG_COLUMNS
 from binmetric_sweep.sweep.config import AXES, SweepSpec
 from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = ["CONFIG_COLUMNS", "DEFAULT_MAX_CONFIGURATIONS", "expand_grid", "config_id", "id_words"]
 
-#: Columns of the configurations table, in order.
-CONFIG_COLUMNS = (
-    "config_id",
-    "alpha",
-    "rho",
-    "eta",
-    "n_phi",
-    "n_rho_eta",
-    "rho_eta_known",
-    "shared_paired",
-    "psi",
-    "n_m",
-)
+# CONFIG_COLUMNS, the configurations table's columns in order, is the column registry's
+# (sweep.columns), exported from here as before.
 #: Refuse sweeps with more fits (configurations × replicates) than this unless raised.
 DEFAULT_MAX_CONFIGURATIONS = 5_000_000
 

@@ -31,11 +31,16 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
+from binmetric_sweep.sweep.columns import (
+    INTEGER_COLUMNS,
+    INTERVAL_VALUES,
+    LABELS,
+    SIZE_AXES,
+    SYMBOLS,
+)
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.paths import check_file_path, writing
 from binmetric_sweep.sweep.tables import (
-    INTEGER_VALUES,
-    INTERVAL_VALUES,
     axis_columns,
     format_value,
     mark_table,
@@ -91,59 +96,10 @@ SMALL = 7
 _MIN_CELL_FONT = 4.5
 """Smallest point size worth printing a heatmap cell's value in."""
 
-SYMBOLS: dict[str, str] = {
-    "alpha": r"$\alpha$",
-    "rho": r"$\rho$",
-    "eta": r"$\eta$",
-    "psi": r"$\psi$",
-    "n_phi": r"$N_\Phi$",
-    "n_m": r"$N_M$",
-    "n_rho_eta": r"$N_{\rho\eta}$",
-    "gamma": r"$\gamma$",
-    "power": "power",
-    "rho_eta_known": r"$\rho,\eta$ known",
-    "shared_paired": "shared paired set",
-    "eps": r"$\varepsilon_\gamma$",
-}
-"""Short symbols for axes, used in titles and legends (matplotlib mathtext)."""
-
-LABELS: dict[str, str] = {
-    "alpha": r"$\alpha$ (share of positives)",
-    "rho": r"$\rho$ (metric true-positive rate)",
-    "eta": r"$\eta$ (metric true-negative rate)",
-    "psi": r"$\psi$",
-    "n_phi": r"$N_\Phi$ (human ratings)",
-    "n_m": r"$N_M$ (metric ratings)",
-    "n_rho_eta": r"$N_{\rho\eta}$ (paired ratings)",
-    "gamma": r"$\gamma$",
-    "power": "power",
-    "rho_eta_known": r"$\rho,\eta$ known",
-    "shared_paired": "shared paired set",
-    "counts": "counts",
-    "method": "method",
-    "estimator": "estimator",
-    "eps": r"$\varepsilon_\gamma$",
-    "se_mean": "mean SE (posterior SD)",
-    "se_sd": "SD of the SE",
-    "se_ratio": "mean SE / SD of the estimates",
-    "bias_mean": r"mean bias of $\hat\alpha$",
-    "bias_sd": r"SD of the bias of $\hat\alpha$",
-    "bias_mcse": "Monte Carlo s.e. of the mean bias",
-    "rmse": r"RMSE of $\hat\alpha$",
-    "width_mean": "mean interval width",
-    "coverage": "coverage",
-    "coverage_mcse": "Monte Carlo s.e. of coverage",
-    "rhat_max": r"largest $\hat R$",
-    "ess_min": "smallest ESS",
-    "divergences": "divergent transitions",
-    "nonfinite": "non-finite fits",
-    "not_applicable": "replicates not applicable",
-    "replicates": "replicates",
-}
-"""Axis and value labels for figure axes (matplotlib mathtext); other names show as-is."""
-
-SIZE_AXES: tuple[str, ...] = ("n_phi", "n_m", "n_rho_eta")
-"""Sample-size axes: logarithmic by default in a line plot, ticks written 2.5k, 100k, 1M."""
+# Each column's figure label (LABELS: axes' labels, other names show as-is), its symbol
+# for titles and legends (SYMBOLS) and whether it is a sample size (SIZE_AXES: logarithmic
+# by default in a line plot, ticks written 2.5k, 100k, 1M) are the column registry's
+# (sweep.columns), imported above and exported from here as before.
 
 _METHODS = {"quadrature": "quadrature", "nuts": "NUTS"}
 
@@ -535,7 +491,7 @@ def _heatmap(
     ax.set_ylabel(label(rows))
     finite = cells[np.isfinite(cells)]
     whole = ptypes.is_integer_dtype(frame[value]) or (
-        value in INTEGER_VALUES and bool(np.all(finite == np.round(finite)))
+        value in INTEGER_COLUMNS and bool(np.all(finite == np.round(finite)))
     )
     fmt, power = cell_format(norm, whole)
     _colorbar(fig, ax, image, value, extend, power)

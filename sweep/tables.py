@@ -26,6 +26,15 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
+from binmetric_sweep.sweep.columns import (
+    CATEGORY_COLUMNS,
+    IDENTIFIERS,
+    INTEGER_COLUMNS,
+    INTERVAL_VALUES,
+    MEANINGS,
+    REPLICATE_VALUES,
+    SURFACE_AXES,
+)
 from binmetric_sweep.sweep.errors import SweepError, shown
 
 __all__ = [
@@ -52,73 +61,12 @@ __all__ = [
     "DEFAULT_INTERVAL",
 ]
 
-AXES: tuple[str, ...] = (
-    "alpha",
-    "rho",
-    "eta",
-    "n_phi",
-    "n_rho_eta",
-    "psi",
-    "n_m",
-    "gamma",
-    "power",
-    "rho_eta_known",
-    "shared_paired",
-)
-"""Columns that identify a configuration (those present in a given surface)."""
-
-CATEGORY_COLUMNS: tuple[str, ...] = ("estimator", "counts", "method")
-"""Non-numeric run settings that may also be filtered on or tabulated."""
-
-INTEGER_VALUES: frozenset[str] = frozenset(
-    {"divergences", "nonfinite", "not_applicable", "replicates", "shard", "config_id"}
-)
-"""Value columns that count things, shown without decimals."""
-
-#: What each value column means, in words (``sweep show`` prints it above the table).
-MEANINGS: dict[str, str] = {
-    "eps": "ε, the smallest difference between two systems that a two-sided test at level γ "
-    "calls significant with probability `power` (power 0.5: the published ε; `sweep plan` "
-    "plans for power 0.8 by default, which at γ = 0.05 needs about twice the ratings)",
-    "se_mean": "mean SE of α over replicates (bayes: mean posterior SD)",
-    "se_sd": "SD of the SE over replicates",
-    "se_ratio": "mean SE over the SD of the estimates (below 1: over-confident)",
-    "bias_mean": "mean of estimate − true α over replicates",
-    "bias_sd": "SD of estimate − true α over replicates",
-    "bias_mcse": "Monte Carlo SE of the mean bias",
-    "rmse": "root mean square of estimate − true α",
-    "width_mean": "mean interval width",
-    "coverage": "share of replicates whose interval holds the true α",
-    "coverage_mcse": "Monte Carlo SE of coverage",
-    "coverage_low": "lower end of coverage's 95 % Wilson interval",
-    "coverage_high": "upper end of coverage's 95 % Wilson interval",
-    "rhat_max": "worst split R-hat over replicates",
-    "ess_min": "smallest bulk ESS over replicates",
-    "divergences": "divergent transitions, all replicates",
-    "nonfinite": "replicates whose numbers are not finite",
-    "not_applicable": "replicates where the estimator does not apply",
-    "replicates": "replicates per configuration",
-}
-
-#: Values read off each estimator's interval or SE. Where the estimator's coverage is far
-#: below the nominal level (:func:`undercovered`) its intervals are too narrow, and these
-#: describe an interval that does not hold α as often as it claims: ``sweep show`` and
-#: ``sweep plot`` mark those cells.
-INTERVAL_VALUES: frozenset[str] = frozenset({"eps", "se_mean", "width_mean", "coverage"})
-
-#: Values that summarise the spread over replicates. With expected counts (one replicate
-#: per configuration, every count its expected value) they are undefined or 0 and 1, and
-#: say nothing: :func:`check_replicated` refuses them there.
-REPLICATE_VALUES: tuple[str, ...] = (
-    "coverage",
-    "coverage_mcse",
-    "coverage_low",
-    "coverage_high",
-    "bias_sd",
-    "bias_mcse",
-    "se_sd",
-    "se_ratio",
-)
+#: The surface's axes that are numbers or flags. This and the axes that are words
+#: (:data:`CATEGORY_COLUMNS`), the identifiers, the meanings, the columns of whole numbers,
+#: the values read off an interval (:data:`INTERVAL_VALUES`, marked where coverage is far
+#: below the nominal level) and those of the spread over replicates (:data:`REPLICATE_VALUES`,
+#: refused with expected counts) come from the column registry, :mod:`sweep.columns`.
+AXES = SURFACE_AXES
 
 #: The interval level of a sweep file that names none (``interval``), assumed for a
 #: surface that does not say (see :func:`surface_interval`).
@@ -137,8 +85,6 @@ _NULL_WORDS = frozenset({"none", "null", "na", "nan", "<na>"})
 _TRUE_WORDS = frozenset({"true", "1", "yes", "y", "t"})
 _FALSE_WORDS = frozenset({"false", "0", "no", "n", "f"})
 _SHOWN_VALUES = 10
-#: Identifiers: columns that name a row or a file, not quantities to tabulate.
-IDENTIFIERS = frozenset({"config_id", "shard"})
 
 
 def axis_columns(surface: pd.DataFrame) -> list[str]:
@@ -500,7 +446,7 @@ def format_table(
     finite = cells[np.isfinite(cells)]
     whole = bool(np.all(finite == np.round(finite)))
     integer = all(ptypes.is_integer_dtype(t) for t in table.dtypes) or (
-        value in INTEGER_VALUES and whole
+        value in INTEGER_COLUMNS and whole
     )
 
     def cell(x: float) -> str:
