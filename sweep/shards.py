@@ -6,7 +6,9 @@ each estimator's estimates of every lane (the posterior's by
 :func:`sweep.fits.fit_lanes`, the classical ones by
 :func:`sweep.estimates.estimate_lanes`) → per-configuration summaries → two
 Arrow tables, ``fits`` (one row per configuration × replicate × estimator) and
-``surface`` (one row per configuration × estimator × γ × power). It reads and
+``surface`` (one row per configuration × estimator × γ × power), whose columns
+are the column registry's (:mod:`sweep.columns`): a computed column it does not
+list, or a listed one not computed, fails the shard naming it. It reads and
 writes nothing.
 """
 
@@ -30,14 +32,25 @@ from binmetric_sweep.kernels.estimators import REASONS, Estimate, posterior_esti
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import (
     FitResults,
+    SamplerHealth,
     counted,
     sampler_health,
     summarize_estimates,
 )
+from binmetric_sweep.sweep.columns import (
+    COUNT_COLUMNS,
+    FIT_COLUMNS,
+    FITS,
+    SURFACE,
+    SURFACE_COLUMNS,
+    check_schema,
+    ordered,
+    registered,
+)
 from binmetric_sweep.sweep.config import SweepSpec
 from binmetric_sweep.sweep.estimates import estimate_lanes
 from binmetric_sweep.sweep.fits import FitMemo, fit_lanes_info
-from binmetric_sweep.sweep.grid import CONFIG_COLUMNS, id_words
+from binmetric_sweep.sweep.grid import id_words
 from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
 from binmetric_sweep.sweep.schedule import Schedule, bucket, schedule_for
 
@@ -51,56 +64,6 @@ __all__ = [
     "FIT_COLUMNS",
     "SURFACE_COLUMNS",
 ]
-
-COUNT_COLUMNS = ("n_pos", "n_tp", "n_pos_paired", "n_tn", "n_neg_paired", "m_pos")
-FIT_COLUMNS = (
-    "config_id",
-    "replicate",
-    "estimator",
-    *COUNT_COLUMNS,
-    "estimate",
-    "se",
-    "ci_low",
-    "ci_high",
-    "applicable",
-    "reason",
-    "rhat",
-    "ess",
-    "sd_mcse",
-    "divergences",
-    "tree_depth",
-    "steps",
-    "exact",
-    "finite",
-)
-SURFACE_COLUMNS = (
-    *CONFIG_COLUMNS,
-    "counts",
-    "method",
-    "replicates",
-    "estimator",
-    "gamma",
-    "power",
-    "eps",
-    "se_mean",
-    "se_sd",
-    "se_ratio",
-    "bias_mean",
-    "bias_sd",
-    "bias_mcse",
-    "rmse",
-    "width_mean",
-    "coverage",
-    "coverage_mcse",
-    "coverage_low",
-    "coverage_high",
-    "rhat_max",
-    "ess_min",
-    "divergences",
-    "nonfinite",
-    "not_applicable",
-    "shard",
-)
 
 
 class Shard(NamedTuple):
@@ -359,6 +322,11 @@ def _summaries(
     return out
 
 
+#: The fields of :class:`kernels.summaries.FitResults` that are the posterior's estimate
+#: (:func:`kernels.estimators.posterior_estimate`); its others are sampler diagnostics.
+_POSTERIOR_ESTIMATE = ("post_mean", "post_sd", "ci_low", "ci_high")
+
+
 def _strings(codes, words, null=None) -> pa.Array:
     """A string column of ``words[code]`` for each code (null where ``null``)."""
     indices = pa.array(np.asarray(codes, np.int32), mask=null)
@@ -392,22 +360,21 @@ def _fits_table(configs, replicate, counts, estimates: dict[str, Estimate], fits
     reason = interleaved([estimates[n].reason for n in names], np.int8)
     columns["reason"] = _strings(reason, REASONS, null=applicable)
 
-    def sampler(field, fill, dtype):  # the posterior's fit diagnostics; ``fill`` elsewhere
-        per_name = [getattr(fits, field) if n == "bayes" else np.full(b, fill) for n in names]
-        return interleaved(per_name, dtype)
-
-    for name in ("rhat", "ess", "tree_depth"):
-        columns[name] = sampler(name, np.nan, np.float64)
-    columns["sd_mcse"] = sampler("sd_mcse", 0.0, np.float64)
-    columns["divergences"] = sampler("divergences", 0, np.int64)
-    columns["steps"] = sampler("steps", 0, np.int64)
-    columns["exact"] = sampler("exact", True, bool)
+    diagnostics = [f for f in FitResults._fields if f not in _POSTERIOR_ESTIMATE]
+    for name in diagnostics:  # the posterior's; ``unsampled`` on the other estimators
+        column = registered(FITS, name, "sampler")
+        per_name = [
+            getattr(fits, name) if n == "bayes" else np.full(b, column.unsampled) for n in names
+        ]
+        columns[name] = interleaved(per_name, column.numpy)
     finite = [
         counted(estimates[n]) & np.isfinite(estimates[n].ci_low) & np.isfinite(estimates[n].ci_high)
         for n in names
     ]
     columns["finite"] = interleaved(finite, bool)
-    return pa.table({name: columns[name] for name in FIT_COLUMNS})
+    table = pa.table(ordered(FITS, columns))
+    check_schema(FITS, table.schema)
+    return table
 
 
 def _surface_table(
@@ -431,23 +398,21 @@ def _surface_table(
         stacked = np.stack([np.asarray(v) for v in values], axis=1)  # (C, E) or (C, E, G)
         return (stacked if per_gamma else np.repeat(stacked[..., None], g, axis=2)).reshape(-1)
 
-    summary_fields = summaries[names[0]][0]._fields
-    for field in summary_fields:
+    for field in summaries[names[0]][0]._fields:
+        column = registered(SURFACE, field, "summary")
         values = [getattr(summaries[name][0], field) for name in names]
-        dtype = np.int64 if field in ("nonfinite", "not_applicable") else np.float64
-        columns[field] = rows(values, per_gamma=field == "eps").astype(dtype)
-    for field, fill, dtype in (
-        ("rhat_max", np.nan, np.float64),
-        ("ess_min", np.nan, np.float64),
-        ("divergences", 0, np.int64),
-    ):
+        columns[field] = rows(values, per_gamma=column.per_level).astype(column.numpy)
+    for field in SamplerHealth._fields:  # the posterior's; ``unsampled`` for the others
+        column = registered(SURFACE, field, "sampler")
         values = [
             getattr(summaries[name][1], field)
             if summaries[name][1] is not None
-            else np.full(c, fill)
+            else np.full(c, column.unsampled)
             for name in names
         ]
-        columns[field] = rows(values).astype(dtype)
+        columns[field] = rows(values).astype(column.numpy)
     columns["shard"] = np.full(n, index, np.int32)
-    frame = pd.DataFrame({name: columns[name] for name in SURFACE_COLUMNS})
-    return pa.Table.from_pandas(frame, preserve_index=False)
+    frame = pd.DataFrame(ordered(SURFACE, columns))
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    check_schema(SURFACE, table.schema)
+    return table
