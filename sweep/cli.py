@@ -226,7 +226,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _listed(values, default) -> str:
+    """``name: description; …`` of registered values, and which is the default: a help text
+    built from the values (a new one is listed without editing the parser)."""
+    return "; ".join(f"{v.name}: {v.description}" for v in values) + f" (default {default})"
+
+
 def _compare_parser(commands) -> None:
+    from binmetric_sweep.sweep.compare.analysis import (
+        ADJUSTMENTS,
+        NO_ADJUSTMENT,
+        PER_SYSTEM,
+        RATE_MODELS,
+    )
+    from binmetric_sweep.sweep.compare.ratings import COMBINE, REFUSE
+
     compare = commands.add_parser(
         "compare",
         help="real ratings of several systems: who is better, how sure, what to rate next",
@@ -242,10 +256,10 @@ def _compare_parser(commands) -> None:
     )
     compare.add_argument(
         "--rates",
-        choices=("per-system", "shared"),
-        default="per-system",
-        help="the metric's ρ, η: each system its own, learnt from its paired ratings "
-        "(per-system, the default), or one for all, from all paired ratings (shared)",
+        choices=tuple(RATE_MODELS),
+        default=PER_SYSTEM.name,
+        help="how the metric's rates ρ, η are learnt: "
+        + _listed(RATE_MODELS.values(), PER_SYSTEM.name),
     )
     compare.add_argument(
         "--gamma",
@@ -263,10 +277,10 @@ def _compare_parser(commands) -> None:
     )
     compare.add_argument(
         "--adjust",
-        choices=("none", "holm", "bh"),
-        default="none",
-        help="over all pairs: holm controls the family-wise error, bh (Benjamini–Hochberg) "
-        "the false discovery rate; a leaderboard needs one (default none: each pair alone)",
+        choices=tuple(ADJUSTMENTS),
+        default=NO_ADJUSTMENT.name,
+        help="the pairs' tests, for their number (a leaderboard needs an adjustment): "
+        + _listed(ADJUSTMENTS.values(), NO_ADJUSTMENT.name),
     )
     compare.add_argument(
         "--method",
@@ -281,11 +295,10 @@ def _compare_parser(commands) -> None:
     for flag, kind in (("--annotators", "human"), ("--judges", "metric")):
         compare.add_argument(
             flag,
-            default="refuse",
-            metavar="{refuse,majority}",
-            help=f"with an item column: how several {kind} labels of one item combine: refuse "
-            f"(the default: an error naming the item) or majority (the label most of them "
-            f"give; a tie is refused)",
+            default=REFUSE.name,
+            metavar="{" + ",".join(COMBINE) + "}",
+            help=f"with an item column: how several {kind} labels of one item combine: "
+            + _listed(COMBINE.values(), REFUSE.name),
         )
     compare.add_argument(
         "--estimator",

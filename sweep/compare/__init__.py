@@ -14,7 +14,13 @@ from dataclasses import replace
 
 import pandas as pd
 
-from binmetric_sweep.sweep.compare.analysis import Comparison, _check_options, compare_systems
+from binmetric_sweep.sweep.compare.analysis import (
+    Adjustment,
+    Comparison,
+    RateModel,
+    compare_systems,
+    parse_options,
+)
 from binmetric_sweep.sweep.compare.ratings import ratings_from_frame, read_ratings
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
@@ -26,10 +32,10 @@ __all__ = ["Comparison", "compare"]
 def compare(
     ratings: str | os.PathLike | pd.DataFrame,
     *,
-    rates: str = "per-system",
+    rates: str | RateModel = "per-system",
     gamma: float = 0.05,
     level: float = 0.95,
-    adjust: str = "none",
+    adjust: str | Adjustment = "none",
     method: str = "quadrature",
     seed: int = 0,
     cost_metric: float | None = None,
@@ -48,6 +54,9 @@ def compare(
         result = sweep.compare("examples/ratings.csv", rates="shared")
         result.systems, result.pairs, result.warnings
 
+    ``rates`` is a rate model (:data:`~.analysis.RATE_MODELS`: "per-system",
+    "shared") and ``adjust`` an adjustment (:data:`~.analysis.ADJUSTMENTS`: "none",
+    "holm", "bh"), each a value or its name; the settings name them.
     ``method`` "nuts" computes the same comparison from NUTS draws (the check,
     :func:`~.sampled.compare_by_nuts`, with ``seed``). With ``cost_metric``, the
     pairs not significant also get the cheapest ratings that would make them so
@@ -69,6 +78,8 @@ def compare(
     """
     # Compiled programs kept for the next run, as ``sweep run`` keeps them.
     use_compilation_cache(DEFAULT, strict=False)
+    # The options are parsed once, here, before the file is read: the values go on down.
+    model, adjustment = parse_options(rates, gamma, level, adjust)
     rules = {"annotators": annotators, "judges": judges}
     if isinstance(ratings, pd.DataFrame):
         counts, reading = ratings_from_frame(ratings, **rules)
@@ -84,23 +95,26 @@ def compare(
         only = f" ({counts['system'].iloc[0]!r})" if len(counts) else ""
         raise SweepError(f"{source}: a comparison needs two systems or more; it has one{only}")
     if "bayes" not in names:
-        _check_options(rates, gamma, level, adjust)
-        settings = {"rates": rates, "gamma": float(gamma), "level": float(level), "adjust": adjust}
-        return _by_estimator(counts, names, None, settings, reading, rules)
+        settings = {
+            "rates": model.name,
+            "gamma": float(gamma),
+            "level": float(level),
+            "adjust": adjustment.name,
+        }
+        return _by_estimator(counts, names, None, model, adjustment, settings, reading, rules)
+    options = {"rates": model, "gamma": gamma, "level": level, "adjust": adjustment}
     if method == "nuts":
         from binmetric_sweep.sweep.compare.sampled import compare_by_nuts
 
-        result = compare_by_nuts(
-            counts, rates=rates, gamma=gamma, level=level, adjust=adjust, seed=seed
-        )
+        result = compare_by_nuts(counts, **options, seed=seed)
     elif method == "quadrature":
-        result = compare_systems(
-            counts, rates=rates, gamma=gamma, level=level, adjust=adjust, progress=progress
-        )
+        result = compare_systems(counts, **options, progress=progress)
     else:
         raise SweepError(f"--method: {method!r} is not allowed; allowed: quadrature, nuts")
     if names != ("bayes",):
-        return _by_estimator(counts, names, result, result.settings, reading, rules)
+        return _by_estimator(
+            counts, names, result, model, adjustment, result.settings, reading, rules
+        )
     result = replace(result, reading=reading, settings={**result.settings, **rules})
     if cost_metric is None:
         return result
@@ -110,16 +124,17 @@ def compare(
     return replace(result, pairs=pairs)
 
 
-def _by_estimator(counts, names, posterior, settings, reading, rules) -> Comparison:
-    """The estimators ``names`` on ``counts``: systems and pairs in long form, by estimator;
-    ``posterior`` (the posterior's comparison) gives ``bayes``'s rows where ``names`` holds it."""
+def _by_estimator(
+    counts, names, posterior, model, adjustment, settings, reading, rules
+) -> Comparison:
+    """The estimators ``names`` on ``counts`` under the rate model ``model`` and the
+    ``adjustment``: systems and pairs in long form, by estimator; ``posterior`` (the
+    posterior's comparison) gives ``bayes``'s rows where ``names`` holds it."""
     from binmetric_sweep.sweep.compare.by_estimator import estimates_table, z_test_pairs
 
     s = settings
-    systems = estimates_table(
-        counts, names, rates=s["rates"], level=s["level"], posterior=posterior
-    )
-    pairs = z_test_pairs(systems, gamma=s["gamma"], adjust=s["adjust"])
+    systems = estimates_table(counts, names, rates=model, level=s["level"], posterior=posterior)
+    pairs = z_test_pairs(systems, gamma=s["gamma"], adjust=adjustment)
     warnings = []
     if posterior is not None:
         pairs = pd.concat([posterior.pairs.assign(estimator="bayes"), pairs], ignore_index=True)

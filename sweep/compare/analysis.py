@@ -3,8 +3,17 @@
 ::
 
     counts = read_ratings("examples/ratings.csv")       # one row per system
-    result = compare_systems(counts, rates="shared")     # or "per-system"
+    result = compare_systems(counts, rates="shared")     # or "per-system", or SHARED
     result.systems, result.pairs, result.settings, result.warnings
+
+A rate model (how the systems' metric rates ρ, η are learnt: :data:`PER_SYSTEM`,
+:data:`SHARED`) and an adjustment of the pairs' tests (:data:`NO_ADJUSTMENT`,
+:data:`HOLM`, :data:`BH`) are values (:class:`RateModel`, :class:`Adjustment`)
+that carry what differs between them; :data:`RATE_MODELS` and
+:data:`ADJUSTMENTS` hold them by the names ``--rates`` and ``--adjust`` take
+(the command's choices are built from them). A name is parsed into its value
+once, where it comes in (:meth:`RateModel.of`, :func:`parse_options`); below,
+the layers call the value and never test a name.
 
 The numbers come from :mod:`binmetric_sweep.kernels.compare` (exact
 quadrature) and, for each system's moments under per-system rates, from the
@@ -14,10 +23,10 @@ that a system's row equals a sweep configuration's fit for the same counts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from statistics import NormalDist
-from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -33,22 +42,25 @@ from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.fits import fit_lanes
 
 __all__ = [
-    "RATES",
-    "ADJUST",
+    "ADJUSTMENTS",
+    "BH",
+    "HOLM",
+    "NO_ADJUSTMENT",
+    "PER_SYSTEM",
+    "RATE_MODELS",
+    "SHARED",
+    "Adjustment",
     "Comparison",
+    "RateModel",
     "adjusted_tests",
     "benjamini_hochberg",
     "compare_systems",
     "counts_of",
-    "held_level",
     "holm",
     "pair_table",
+    "parse_options",
     "system_counts",
 ]
-
-RATES = ("per-system", "shared")
-ADJUST = ("none", "holm", "bh")
-Rates = Literal["per-system", "shared"]
 
 #: α-densities for pairs: panels × nodes over the posterior mean ± WIDTH SDs.
 PANELS, NODES, WIDTH = 16, 16, 12.0
@@ -117,6 +129,121 @@ class Comparison:
     reading: Reading | None = None
 
 
+@dataclass(frozen=True)
+class RateModel:
+    """How the systems' metric rates ρ, η are learnt (``--rates``): one value per model,
+    :data:`RATE_MODELS` by name. Each layer calls the value's function where the models
+    differ; none tests a name, so a new model is one value registered there.
+
+    Attributes:
+        name: as ``--rates`` and the settings (``"rates"``) spell it.
+        description: the model in words: ``--help`` and the text reports' headers.
+        posterior: ``(counts, level, progress) -> ((mean, sd, low, high), p_better,
+            warnings)``: each system's α moments and central interval at ``level``, the
+            ``(S, S)`` P(α_i > α_j) and the warnings of the counts under this model, by
+            exact quadrature, systems in the order of the counts table
+            (:func:`compare_systems`).
+        rate_means: ``Counts -> (ρ means, η means)``, one per system: the Beta means of
+            the paired ratings the model learns ρ, η from, as the systems tables show
+            them and what to rate next plans at.
+        estimated_rates: ``Counts -> Counts``: the counts a classical estimator's ρ̂, η̂
+            come from (:mod:`~.by_estimator`): each system's own, or every system's
+            paired counts pooled.
+        drawn_rates: ``(a_ρ, b_ρ, a_η, b_η, systems) -> (ρ, η)``: the NUTS model's rate
+            sites (:mod:`~.sampled`), from each system's paired-rating Beta parameters
+            ``(S,)`` and the systems' ``numpyro.plate``; ρ, η broadcast against α.
+        nuts_warnings: ``counts -> [line]``: what the NUTS check warns of the counts.
+    """
+
+    name: str
+    description: str
+    posterior: Callable
+    rate_means: Callable[[Counts], tuple[np.ndarray, np.ndarray]]
+    estimated_rates: Callable[[Counts], Counts]
+    drawn_rates: Callable
+    nuts_warnings: Callable[[pd.DataFrame], list[str]]
+
+    @staticmethod
+    def of(rates: str | RateModel) -> RateModel:
+        """The model of :data:`RATE_MODELS` that ``rates`` names (or is): the reports and
+        figures find a comparison's model by the name its settings keep.
+
+        Raises:
+            SweepError: not a registered model or its name (one line naming ``--rates``).
+        """
+        return _registered(RATE_MODELS, "RATE_MODELS", rates, "--rates", "is not a rate model")
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """How the pairs' tests answer for their number (``--adjust``): one value per
+    adjustment, :data:`ADJUSTMENTS` by name; the layers call it, none tests a name.
+
+    Attributes:
+        name: as ``--adjust`` and the settings (``"adjust"``) spell it.
+        description: what it does, for ``--help``.
+        adjusted: ``p (m,) -> adjusted p (m,)`` over the m pairs tested, in ``p``'s
+            order; None where each pair is tested alone (no ``p_adjusted`` column).
+        held_level: ``(gamma, tested, called) -> level``: the two-sided level a pair is
+            held to among ``tested`` pairs of which ``called`` are significant. A pair
+            not significant has its tail above it, so ``eps`` and the plans of what to
+            rate next use it.
+        label: its short name in a figure's title and in "Holm-adjusted" ("" unadjusted).
+        title: its full name in the text report's header ("Benjamini–Hochberg").
+        controls: the error rate it controls, for that header ("false discovery rate").
+        held_rule: :attr:`held_level` in symbols ("γ/m"), where what to rate next says it.
+    """
+
+    name: str
+    description: str
+    adjusted: Callable[[np.ndarray], np.ndarray] | None
+    held_level: Callable[[float, int, int], float]
+    label: str = ""
+    title: str = ""
+    controls: str = ""
+    held_rule: str = ""
+
+    @property
+    def adjusts(self) -> bool:
+        """Whether the pairs' tails are adjusted (the pairs table has ``p_adjusted``)."""
+        return self.adjusted is not None
+
+    @property
+    def header(self) -> str:
+        """``Holm-adjusted over all pairs (family-wise error)``: the text report's words."""
+        return f"{self.title}-adjusted over all pairs ({self.controls})"
+
+    @property
+    def value_name(self) -> str:
+        """``Holm-adjusted``: how the text report names an adjusted value."""
+        return f"{self.label}-adjusted"
+
+    @staticmethod
+    def of(adjust: str | Adjustment) -> Adjustment:
+        """The adjustment of :data:`ADJUSTMENTS` that ``adjust`` names (or is): the
+        reports, figures and plans find a comparison's adjustment by its settings' name.
+
+        Raises:
+            SweepError: not a registered adjustment or its name (one line naming
+            ``--adjust``).
+        """
+        return _registered(ADJUSTMENTS, "ADJUSTMENTS", adjust, "--adjust", "is not allowed")
+
+
+def _registered(registry: dict, called: str, given, flag: str, what: str):
+    """The value of ``registry`` (named ``called``) that ``given`` names or is; a SweepError
+    naming ``flag`` otherwise, a value not registered under its name included."""
+    if isinstance(given, str):
+        if given in registry:
+            return registry[given]
+    elif registry.get(getattr(given, "name", None)) == given:
+        return registry[given.name]
+    elif hasattr(given, "name"):
+        allowed = ", ".join(registry)
+        raise SweepError(f"{flag}: {given.name!r} is not in {called}; allowed: {allowed}")
+    raise SweepError(f"{flag}: {given!r} {what}; allowed: {', '.join(registry)}")
+
+
 def counts_of(frame: pd.DataFrame) -> Counts:
     """The kernels' :class:`Counts` (one lane per system) of a per-system counts table."""
     f = {c: frame[c].to_numpy(np.float64) for c in frame.columns if c != "system"}
@@ -139,10 +266,10 @@ def counts_of(frame: pd.DataFrame) -> Counts:
 def compare_systems(
     counts: pd.DataFrame,
     *,
-    rates: Rates = "per-system",
+    rates: str | RateModel = "per-system",
     gamma: float = 0.05,
     level: float = 0.95,
-    adjust: Literal["none", "holm", "bh"] = "none",
+    adjust: str | Adjustment = "none",
     progress: bool = False,
 ) -> Comparison:
     """Posteriors of each system's α and P(α_a > α_b) for every pair, by exact quadrature.
@@ -150,11 +277,13 @@ def compare_systems(
     Args:
         counts: one row per system: ``system`` and the columns of
             :data:`binmetric_sweep.sweep.compare.ratings.COUNT_COLUMNS`.
-        rates: "per-system" (each system its own ρ, η) or "shared" (one ρ, η).
+        rates: a rate model or its name (:data:`RATE_MODELS`): "per-system" (each
+            system its own ρ, η) or "shared" (one ρ, η).
         gamma: two-sided significance level of a pair's test.
         level: credible level of each system's central interval.
-        adjust: "holm" to control the family-wise error over all pairs, "bh" the false
-            discovery rate (Benjamini–Hochberg).
+        adjust: an adjustment or its name (:data:`ADJUSTMENTS`): "holm" to control the
+            family-wise error over all pairs, "bh" the false discovery rate
+            (Benjamini–Hochberg).
         progress: show the stages' progress on standard error.
 
     An entry point: it switches JAX to float64 for this process, as
@@ -164,57 +293,38 @@ def compare_systems(
         SweepError: an option out of range (one line naming it).
     """
     jax.config.update("jax_enable_x64", True)
-    _check_options(rates, gamma, level, adjust)
-    c = counts_of(counts)
-    warnings: list[str] = []
+    model, adjustment = parse_options(rates, gamma, level, adjust)
     steps = Progress(progress)
-    if rates == "per-system":
-        mean, sd, low, high, p = _per_system(c, level, steps)
-        unpaired = counts["system"][(counts["n_rho_eta"] == 0) & (counts["n_m"] > 0)]
-        for name in unpaired:
-            warnings.append(
-                f"system {name!r} has metric ratings but no paired ones: its ρ and η come "
-                "from the uniform prior alone, so its metric ratings say little about α"
-            )
-    else:
-        mean, sd, low, high, p, checked, rates_mean = _shared(c, level, steps)
-        warnings += _rates_pulled(c, rates_mean)
-        warnings += _heterogeneity(counts)
-        for name in counts["system"][counts["n_phi"] == 0]:
-            warnings.append(
-                f"system {name!r} has no human ratings: its α rests on its metric ratings "
-                "and the pooled (ρ, η) alone"
-            )
-        if checked > CHECK_TOLERANCE:
-            warnings.append(
-                f"the shared (ρ, η) rule moved a probability or moment by {checked:.1e} "
-                "against a coarser rule: treat the last digits with care"
-            )
+    moments, p, warnings = model.posterior(counts, level, steps)
     steps.close()
-    systems, p_sorted = ranked(counts, rates, (mean, sd, low, high), p)
+    systems, p_sorted = ranked(counts, model, moments, p)
     settings = {
-        "rates": rates,
+        "rates": model.name,
         "gamma": float(gamma),
         "level": float(level),
-        "adjust": adjust,
+        "adjust": adjustment.name,
         "method": "quadrature",
     }
-    pairs = pair_table(systems, p_sorted, gamma, adjust)
+    pairs = pair_table(systems, p_sorted, gamma, adjustment)
     return Comparison(systems, pairs, settings, warnings, p_sorted)
 
 
 def ranked(
-    counts: pd.DataFrame, rates: str, posterior: tuple[np.ndarray, ...], p_better: np.ndarray
+    counts: pd.DataFrame,
+    rates: str | RateModel,
+    posterior: tuple[np.ndarray, ...],
+    p_better: np.ndarray,
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """The systems table, best first, and ``p_better`` in that order.
 
     ``posterior``: each system's α mean, SD and interval ends, in ``counts``' order;
     the counts as :func:`system_counts` names them;
-    ``rho_mean``, ``eta_mean`` are its paired ratings' Beta means, pooled under
-    shared rates (:func:`rate_means`).
+    ``rho_mean``, ``eta_mean`` are the Beta means of the paired ratings the rate
+    model learns ρ, η from (:attr:`RateModel.rate_means`: each system's own, or
+    pooled under shared rates).
     """
     mean, sd, low, high = posterior
-    r_mean, e_mean = rate_means(counts_of(counts), rates)
+    r_mean, e_mean = RateModel.of(rates).rate_means(counts_of(counts))
     order = np.argsort(-mean, kind="stable")
     systems = system_counts(counts).iloc[order].reset_index(drop=True)
     systems = systems.assign(
@@ -248,31 +358,38 @@ def system_counts(counts: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _check_options(rates, gamma, level, adjust) -> None:
-    if rates not in RATES:
-        raise SweepError(f"--rates: {rates!r} is not a rate model; allowed: {', '.join(RATES)}")
-    if adjust not in ADJUST:
-        raise SweepError(f"--adjust: {adjust!r} is not allowed; allowed: {', '.join(ADJUST)}")
+def parse_options(
+    rates: str | RateModel, gamma: float, level: float, adjust: str | Adjustment
+) -> tuple[RateModel, Adjustment]:
+    """The rate model and the adjustment that ``rates`` and ``adjust`` name (or are), once
+    γ and the level are checked: the options of a comparison, parsed where they come in.
+
+    Raises:
+        SweepError: an option out of range (one line naming it).
+    """
+    model, adjustment = RateModel.of(rates), Adjustment.of(adjust)
     for name, value in (("gamma", gamma), ("level", level)):
         if not (isinstance(value, int | float) and 0.0 < float(value) < 1.0):
             raise SweepError(f"--{name}: {value!r} is not allowed; give a number in (0, 1)")
+    return model, adjustment
 
 
 def pair_table(
-    systems: pd.DataFrame, p_better: np.ndarray, gamma: float, adjust: str
+    systems: pd.DataFrame, p_better: np.ndarray, gamma: float, adjust: str | Adjustment
 ) -> pd.DataFrame:
     """Every pair of ``systems`` (ranked best first), ``a`` above ``b``, with its test.
 
-    ``significant``: P(α_a > α_b) > 1 − γ/2; with ``adjust`` "holm" (Holm's
-    step-down, family-wise error) or "bh" (Benjamini–Hochberg's step-up,
-    false discovery rate) over all pairs on the two-sided posterior tail
-    2·min(P, 1 − P), ``p_adjusted`` ≤ γ. ``eps`` is z·√(sd_a² + sd_b²) at the
-    level each pair's test is held to: z₁₋γ/₂ (the published ε_γ when both
-    SDs are equal); under "holm" z₁₋γ/(2m) for m pairs, the level at which
-    Holm calls a pair significant whatever the others; under "bh"
-    z₁₋γR/(2m) with R the pairs called significant (γ/m where none is), the
-    level its step-up reached.
+    ``significant``: P(α_a > α_b) > 1 − γ/2; with an ``adjust`` that adjusts
+    (:data:`HOLM`: Holm's step-down, family-wise error; :data:`BH`:
+    Benjamini–Hochberg's step-up, false discovery rate) over all pairs on the
+    two-sided posterior tail 2·min(P, 1 − P), ``p_adjusted`` ≤ γ. ``eps`` is
+    z·√(sd_a² + sd_b²) at the level each pair's test is held to
+    (:attr:`Adjustment.held_level`): z₁₋γ/₂ (the published ε_γ when both SDs are
+    equal); under Holm z₁₋γ/(2m) for m pairs, the level at which Holm calls a
+    pair significant whatever the others; under BH z₁₋γR/(2m) with R the pairs
+    called significant (γ/m where none is), the level its step-up reached.
     """
+    adjustment = Adjustment.of(adjust)
     s = len(systems)
     a, b = np.triu_indices(s, k=1)
     mean, sd = systems["alpha_mean"].to_numpy(), systems["alpha_sd"].to_numpy()
@@ -287,35 +404,26 @@ def pair_table(
         }
     )
     level = gamma
-    if adjust != "none":
+    if adjustment.adjusts:
         tail = np.minimum(1.0, 2.0 * np.minimum(p, 1.0 - p))
-        pairs["p_adjusted"], pairs["significant"], level = adjusted_tests(tail, gamma, adjust)
+        pairs["p_adjusted"], pairs["significant"], level = adjusted_tests(tail, gamma, adjustment)
     z = NormalDist().inv_cdf(1.0 - level / 2.0)
     pairs.insert(4, "eps", z * np.sqrt(sd[a] ** 2 + sd[b] ** 2))
     return pairs
 
 
-def adjusted_tests(p_values: np.ndarray, gamma: float, adjust: str):
-    """Holm's ("holm") or Benjamini–Hochberg's ("bh") adjusted ``p_values`` over the pairs
+def adjusted_tests(p_values: np.ndarray, gamma: float, adjust: str | Adjustment):
+    """``adjust``'s adjusted ``p_values`` (Holm's, Benjamini–Hochberg's) over the pairs
     that can be tested (finite; the others NaN and not significant), whether each is ≤ γ,
-    and the level a pair is held to: γ/m for Holm (m pairs tested), γ·R/m for BH (R
-    called, at least 1)."""
+    and the level a pair is held to (:attr:`Adjustment.held_level`: γ/m for Holm, m pairs
+    tested; γ·R/m for BH, R called, at least 1)."""
+    adjustment = Adjustment.of(adjust)
     tested = np.isfinite(p_values)
     out = np.full(len(p_values), np.nan)
-    out[tested] = (holm if adjust == "holm" else benjamini_hochberg)(p_values[tested])
+    out[tested] = adjustment.adjusted(p_values[tested])
     significant = tested & (out <= gamma)
-    return out, significant, held_level(gamma, adjust, int(tested.sum()), int(significant.sum()))
-
-
-def held_level(gamma: float, adjust: str, tested: int, called: int) -> float:
-    """The two-sided level a pair is held to among ``tested`` pairs of which ``called`` are
-    significant: γ unadjusted; γ/m under Holm (a pair whose tail is below it is significant
-    whatever the others); γ·R/m under BH (R called, at least 1). A pair not significant has
-    its tail above this level, so ``eps`` and the plans of what to rate next use it."""
-    if adjust == "none":
-        return gamma
-    m, called = max(tested, 1), max(called, 1)
-    return gamma / m if adjust == "holm" else gamma * called / m
+    level = adjustment.held_level(gamma, int(tested.sum()), int(significant.sum()))
+    return out, significant, level
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -339,16 +447,64 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
     return adjusted
 
 
-def rate_means(c: Counts, rates: str) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior means of ρ and η from each system's paired ratings (Beta(1, 1) priors),
-    or, under shared rates, from all systems' paired ratings pooled."""
-    if rates == "shared":
-        a_r, b_r, a_e, b_e = (float(v) for v in kc.pooled_rates(c))
-        n = len(np.asarray(c.n_phi))
-        return np.full(n, a_r / (a_r + b_r)), np.full(n, a_e / (a_e + b_e))
+#: Each pair tested alone: held to γ, whatever the others.
+NO_ADJUSTMENT = Adjustment(
+    name="none",
+    description="each pair tested alone at γ",
+    adjusted=None,
+    held_level=lambda gamma, tested, called: gamma,
+)
+#: Holm's step-down over all pairs: a pair is held to γ/m (m pairs tested), the level at
+#: which Holm calls it significant whatever the others.
+HOLM = Adjustment(
+    name="holm",
+    description="Holm's step-down over all pairs, controlling the family-wise error",
+    adjusted=holm,
+    held_level=lambda gamma, tested, called: gamma / max(tested, 1),
+    label="Holm",
+    title="Holm",
+    controls="family-wise error",
+    held_rule="γ/m",
+)
+#: Benjamini–Hochberg's step-up over all pairs: a pair is held to γ·R/m (R of m called,
+#: at least 1), the level its step-up reached.
+BH = Adjustment(
+    name="bh",
+    description="Benjamini–Hochberg's step-up over all pairs, controlling the false discovery rate",
+    adjusted=benjamini_hochberg,
+    held_level=lambda gamma, tested, called: gamma * max(called, 1) / max(tested, 1),
+    label="BH",
+    title="Benjamini–Hochberg",
+    controls="false discovery rate",
+    held_rule="γ·R/m",
+)
+#: The adjustments by the names ``--adjust`` takes (its choices), the default first.
+ADJUSTMENTS = {a.name: a for a in (NO_ADJUSTMENT, HOLM, BH)}
+
+
+def _own_rate_means(c: Counts) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior means of ρ and η from each system's paired ratings (Beta(1, 1) priors)."""
     r = (c.n_tp + 1.0) / (c.n_pos_paired + 2.0)
     e = (c.n_tn + 1.0) / (c.n_neg_paired + 2.0)
     return np.asarray(r), np.asarray(e)
+
+
+def _pooled_rate_means(c: Counts) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior means of ρ and η from all systems' paired ratings pooled, for each system."""
+    a_r, b_r, a_e, b_e = (float(v) for v in kc.pooled_rates(c))
+    n = len(np.asarray(c.n_phi))
+    return np.full(n, a_r / (a_r + b_r)), np.full(n, a_e / (a_e + b_e))
+
+
+#: The paired counts from which ρ̂ and η̂ are estimated (hits and trials of each rate).
+PAIRED_COUNTS = ("n_tp", "n_pos_paired", "n_tn", "n_neg_paired")
+
+
+def _pooled_paired(c: Counts) -> Counts:
+    """``c`` with every system's paired counts (:data:`PAIRED_COUNTS`) the sums over all."""
+    return c._replace(
+        **{f: jnp.full_like(getattr(c, f), jnp.sum(getattr(c, f))) for f in PAIRED_COUNTS}
+    )
 
 
 def _per_system(c: Counts, level: float, progress: Progress):
@@ -635,3 +791,87 @@ def _homogeneity(hits: np.ndarray, n: np.ndarray) -> tuple[float, int, float, np
     rest = np.clip(rest_hits / rest_n, 1e-12, 1 - 1e-12)
     z = (hits / n - rest) / np.sqrt(rest * (1 - rest) * (1 / n + 1 / rest_n))
     return chi2, df, p_value, z
+
+
+# --- the rate models --------------------------------------------------------------------
+
+
+def _per_system_posterior(counts: pd.DataFrame, level: float, progress: Progress):
+    """:attr:`RateModel.posterior` of :data:`PER_SYSTEM`, with a warning for each system
+    whose metric ratings have no paired ones to learn its rates from."""
+    mean, sd, low, high, p = _per_system(counts_of(counts), level, progress)
+    warnings = [
+        f"system {name!r} has metric ratings but no paired ones: its ρ and η come "
+        "from the uniform prior alone, so its metric ratings say little about α"
+        for name in counts["system"][(counts["n_rho_eta"] == 0) & (counts["n_m"] > 0)]
+    ]
+    return (mean, sd, low, high), p, warnings
+
+
+def _shared_posterior(counts: pd.DataFrame, level: float, progress: Progress):
+    """:attr:`RateModel.posterior` of :data:`SHARED`, with warnings where the shared (ρ, η)
+    is pulled from the paired ratings, where they contradict one (ρ, η), for systems
+    without human ratings, and where the coarser rule's check moved a number."""
+    c = counts_of(counts)
+    mean, sd, low, high, p, checked, rates_mean = _shared(c, level, progress)
+    warnings = _rates_pulled(c, rates_mean) + _heterogeneity(counts)
+    for name in counts["system"][counts["n_phi"] == 0]:
+        warnings.append(
+            f"system {name!r} has no human ratings: its α rests on its metric ratings "
+            "and the pooled (ρ, η) alone"
+        )
+    if checked > CHECK_TOLERANCE:
+        warnings.append(
+            f"the shared (ρ, η) rule moved a probability or moment by {checked:.1e} "
+            "against a coarser rule: treat the last digits with care"
+        )
+    return (mean, sd, low, high), p, warnings
+
+
+def _own_drawn_rates(a_r, b_r, a_e, b_e, systems):
+    """NUTS's (ρ_s, η_s): one pair per system, from its own paired ratings' Betas."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    with systems:
+        return (
+            numpyro.sample("rho", dist.Beta(a_r, b_r)),
+            numpyro.sample("eta", dist.Beta(a_e, b_e)),
+        )
+
+
+def _pooled_drawn_rates(a_r, b_r, a_e, b_e, systems):
+    """NUTS's one (ρ, η) for all systems, from the pooled paired ratings' Betas."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    return (
+        numpyro.sample("rho", dist.Beta(jnp.sum(a_r - 1) + 1, jnp.sum(b_r - 1) + 1)),
+        numpyro.sample("eta", dist.Beta(jnp.sum(a_e - 1) + 1, jnp.sum(b_e - 1) + 1)),
+    )
+
+
+#: Each system its own ρ, η, learnt from its own paired ratings: the systems are
+#: independent (per-system α densities, pair probabilities of independent densities).
+PER_SYSTEM = RateModel(
+    name="per-system",
+    description="each system's metric rates ρ, η from its own paired ratings",
+    posterior=_per_system_posterior,
+    rate_means=_own_rate_means,
+    estimated_rates=lambda c: c,
+    drawn_rates=_own_drawn_rates,
+    nuts_warnings=lambda counts: [],
+)
+#: One ρ, η for all systems, learnt from every system's paired ratings: the systems'
+#: α are joined through (ρ, η) (an outer (ρ, η) rule, pair probabilities under it).
+SHARED = RateModel(
+    name="shared",
+    description="one pair of metric rates ρ, η from all systems' paired ratings",
+    posterior=_shared_posterior,
+    rate_means=_pooled_rate_means,
+    estimated_rates=_pooled_paired,
+    drawn_rates=_pooled_drawn_rates,
+    nuts_warnings=_heterogeneity,
+)
+#: The rate models by the names ``--rates`` takes (its choices), the default first.
+RATE_MODELS = {m.name: m for m in (PER_SYSTEM, SHARED)}

@@ -9,9 +9,10 @@
 The classical estimators are :mod:`binmetric_sweep.kernels.estimators`' closed
 forms on each system's counts, as a sweep computes them on a replicate's. A
 system's human ratings are its set H, its paired ratings L and its
-metric-only ratings U. Under shared rates Rogan–Gladen takes ρ̂, η̂ from
+metric-only ratings U. Rogan–Gladen takes ρ̂, η̂ from the counts the rate
+model gives (:attr:`~.analysis.RateModel.estimated_rates`): under shared rates
 every system's paired ratings pooled, as ``bayes`` pools (ρ, η); the others
-have no rates to pool. The posterior (``bayes``) comes from
+have no rates to pool (:data:`RATE_ESTIMATORS`). The posterior (``bayes``) comes from
 :func:`~.analysis.compare_systems` and enters as rows of the same table.
 
 A pair of a classical estimator is tested by z = (â − b̂)/√(se_a² + se_b²),
@@ -32,15 +33,13 @@ import pandas as pd
 
 from binmetric_sweep.kernels import estimators as ke
 from binmetric_sweep.sweep.compare.analysis import (
-    ADJUST,
-    RATES,
+    Adjustment,
     Comparison,
+    RateModel,
     adjusted_tests,
     counts_of,
-    rate_means,
     system_counts,
 )
-from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = ["estimates_table", "z_test_pairs"]
 
@@ -49,13 +48,17 @@ _BY_NAME = {e.name: e for e in ke.CLASSICAL}
 COUNTS = ("n_outputs", "n_human", "n_paired", "n_metric")
 #: The paired ratings' rate columns, as the posterior's systems table has them.
 RATES_SHOWN = ("rho_mean", "eta_mean")
+#: The classical estimators with rate estimates ρ̂, η̂ of their own, taken from the counts
+#: the rate model gives (pooled under shared rates); the others use the paired ratings
+#: as pairs of one system, not as rates.
+RATE_ESTIMATORS = ("rogan_gladen",)
 
 
 def estimates_table(
     counts: pd.DataFrame,
     names: Sequence[str],
     *,
-    rates: str = "per-system",
+    rates: str | RateModel = "per-system",
     level: float = 0.95,
     posterior: Comparison | None = None,
 ) -> pd.DataFrame:
@@ -68,13 +71,12 @@ def estimates_table(
     ``counts``: one row per system (:func:`~.ratings.read_ratings`). ``bayes``'s
     rows come from ``posterior`` (its ``systems``), required when ``names``
     holds it. Within an estimator, systems are ranked by its estimate, best
-    first, those it does not apply to last.
+    first, those it does not apply to last. ``rates``: a rate model or its name.
     """
-    if rates not in RATES:
-        raise SweepError(f"--rates: {rates!r} is not a rate model; allowed: {', '.join(RATES)}")
+    model = RateModel.of(rates)
     jax.config.update("jax_enable_x64", True)
     shown = system_counts(counts)
-    shown["rho_mean"], shown["eta_mean"] = rate_means(counts_of(counts), rates)
+    shown["rho_mean"], shown["eta_mean"] = model.rate_means(counts_of(counts))
     frames = []
     for name in names:
         if name == "bayes":
@@ -93,7 +95,7 @@ def estimates_table(
                 }
             )
         else:
-            frame = _classical(counts, _BY_NAME[name], rates, level)
+            frame = _classical(counts, _BY_NAME[name], model, level)
         frame = frame.merge(shown, on="system", how="left", validate="one_to_one")
         frame.insert(0, "estimator", name)
         order = np.lexsort((-frame["estimate"].fillna(-np.inf).to_numpy(), ~frame["applicable"]))
@@ -103,13 +105,12 @@ def estimates_table(
     return table[[*columns, "applicable", "reason"]]
 
 
-def _classical(counts: pd.DataFrame, estimator, rates: str, level: float) -> pd.DataFrame:
-    """A classical estimator on each system's counts (pooled paired counts for Rogan–Gladen
-    under shared rates)."""
+def _classical(counts: pd.DataFrame, estimator, rates: RateModel, level: float) -> pd.DataFrame:
+    """A classical estimator on each system's counts (for one of :data:`RATE_ESTIMATORS`,
+    the counts its ρ̂, η̂ come from under ``rates``: pooled paired counts under shared)."""
     c = jax.tree.map(jnp.asarray, counts_of(counts))
-    if rates == "shared" and estimator.name == "rogan_gladen":
-        pooled = ("n_tp", "n_pos_paired", "n_tn", "n_neg_paired")
-        c = c._replace(**{f: jnp.full_like(getattr(c, f), jnp.sum(getattr(c, f))) for f in pooled})
+    if estimator.name in RATE_ESTIMATORS:
+        c = rates.estimated_rates(c)
     e = estimator.estimate(c, float(level))
     reason = np.asarray(e.reason)
     return pd.DataFrame(
@@ -125,7 +126,9 @@ def _classical(counts: pd.DataFrame, estimator, rates: str, level: float) -> pd.
     )
 
 
-def z_test_pairs(estimates: pd.DataFrame, *, gamma: float, adjust: str) -> pd.DataFrame:
+def z_test_pairs(
+    estimates: pd.DataFrame, *, gamma: float, adjust: str | Adjustment
+) -> pd.DataFrame:
     """Every pair of systems under each classical estimator of ``estimates``
     (:func:`estimates_table`), ``a`` ranked above ``b``: ``diff_mean`` = â − b̂, ``se_diff``,
     the two-sided z-test's ``p_value``, ``significant`` (``p_value`` ≤ γ, or with
@@ -133,9 +136,9 @@ def z_test_pairs(estimates: pd.DataFrame, *, gamma: float, adjust: str) -> pd.Da
     ``eps``, z·se_diff at the level the pair is held to (as for ``bayes``). A pair with a
     system the estimator does not apply to is not tested: NaN numbers, and ``significant``
     missing (pandas' nullable boolean: NA; null in JSON and Parquet), neither true nor false.
+    ``adjust``: an adjustment or its name.
     """
-    if adjust not in ADJUST:
-        raise SweepError(f"--adjust: {adjust!r} is not allowed; allowed: {', '.join(ADJUST)}")
+    adjustment = Adjustment.of(adjust)
     frames = []
     for name, group in estimates.groupby("estimator", sort=False):
         if name == "bayes":
@@ -160,9 +163,9 @@ def z_test_pairs(estimates: pd.DataFrame, *, gamma: float, adjust: str) -> pd.Da
             }
         )
         level = gamma
-        if adjust != "none":
+        if adjustment.adjusts:
             frame["p_adjusted"], frame["significant"], level = adjusted_tests(
-                p_value, gamma, adjust
+                p_value, gamma, adjustment
             )
         frame["significant"] = frame["significant"].astype("boolean").mask(~testable)
         frame["eps"] = NormalDist().inv_cdf(1.0 - level / 2.0) * se_diff

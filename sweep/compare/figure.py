@@ -14,10 +14,11 @@ order of ``systems``):
 - right, the matrix P(α_row > α_col) over all ordered pairs (``pairs`` gives
   one of each unordered pair; the other is 1 − p), on a diverging colour
   scale fixed to 0..1 and centred at 0.5, the diagonal grey; the pairs
-  significant at γ (two-sided, or adjusted when ``settings["adjust"]`` is
-  ``"holm"`` or ``"bh"``) are outlined in black, and the colorbar marks γ/2 and
-  1 − γ/2 when no adjustment moves those thresholds. The cells carry their
-  probabilities (two decimals) when there are few systems and the text fits.
+  significant at γ (two-sided, or adjusted when ``settings["adjust"]`` names
+  an adjustment that adjusts, ``"holm"`` or ``"bh"``: :data:`~.analysis.ADJUSTMENTS`)
+  are outlined in black, and the colorbar marks γ/2 and 1 − γ/2 when no
+  adjustment moves those thresholds. The cells carry their probabilities
+  (two decimals) when there are few systems and the text fits.
   The matrix's rows are the forest's rows, so they are not named again; its
   columns are named by system while the names fit across, else numbered by
   rank (every k-th: 1, 10, 20, …), ranks then also at the matrix's right edge.
@@ -55,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from binmetric_sweep.sweep.compare.analysis import ADJUSTMENTS, NO_ADJUSTMENT, Adjustment
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.plots import DPI, FONT, SMALL, SYMBOLS, check_image_path, save_figure
 
@@ -106,8 +108,6 @@ ESTIMATOR_SETTINGS = ("rates", "gamma", "level", "adjust")
 #: Each estimator's colour and marker in the forest, in the order they come.
 COLOURS = ("black", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-#: The adjustments over all pairs, as the figure names them.
-ADJUST_NAMES = {"holm": "Holm", "bh": "BH"}
 
 _METHODS = {"quadrature": "quadrature", "nuts": "NUTS"}
 _CMAP = "RdBu"
@@ -193,6 +193,12 @@ def probability_matrix(
 # --- text -------------------------------------------------------------------------------
 
 
+def _adjustment(settings: Mapping[str, Any]) -> Adjustment:
+    """The adjustment ``settings["adjust"]`` names (:data:`~.analysis.ADJUSTMENTS`); a name
+    it does not know, as none (each pair's own two-sided test)."""
+    return ADJUSTMENTS.get(str(settings["adjust"]), NO_ADJUSTMENT)
+
+
 def _percent(level: float) -> str:
     """An interval level as a percentage: 0.95 → ``95 %``, 0.999 → ``99.9 %``."""
     return f"{100 * float(level):.10g} %"
@@ -209,8 +215,9 @@ def comparison_title(
     them, else the z-test's Φ(z) of the one classical estimator.
     """
     gamma = f"{SYMBOLS['gamma']} = {float(settings['gamma']):g}"
-    if str(settings["adjust"]) in ADJUST_NAMES:
-        gamma += f" ({ADJUST_NAMES[str(settings['adjust'])]})"
+    adjustment = _adjustment(settings)
+    if adjustment.adjusts:
+        gamma += f" ({adjustment.label})"
     level = _percent(settings["level"])
     if not estimators:
         method = _METHODS.get(str(settings["method"]), str(settings["method"]))
@@ -390,7 +397,7 @@ def _colorbar(
     bar.ax.tick_params(labelsize=SMALL, length=2, width=0.5)
     bar.outline.set_linewidth(0.5)
     bar.ax.set_label("colorbar")
-    if str(settings["adjust"]) not in ADJUST_NAMES:
+    if not _adjustment(settings).adjusts:
         gamma = float(settings["gamma"])
         for at in (gamma / 2, 1 - gamma / 2):
             bar.ax.axhline(at, color="black", linewidth=0.8, gid="threshold")
@@ -470,7 +477,7 @@ def _column_plan(names: Sequence[str], room: float) -> tuple[str, float]:
 
 def _significance_note(settings: Mapping[str, Any]) -> str:
     """What the outlines mean: ``outlined: significant at γ (two-sided)``, or ``(Holm)``."""
-    how = ADJUST_NAMES.get(str(settings["adjust"]), "two-sided")
+    how = _adjustment(settings).label or "two-sided"
     return f"outlined: significant at {SYMBOLS['gamma']} ({how})"
 
 

@@ -4,8 +4,8 @@ its observed difference significant, from the planner (``sweep.plan.plan_grid``)
 The planning point is the pair's posterior: α the mean of the two systems'
 posterior means, ρ and η the means of their paired-rating posteriors, ε the
 observed difference |diff_mean|, at the asked power and at the level the
-comparison holds the pair to (:func:`~.analysis.held_level`): γ, or under
-``adjust`` γ/m (Holm) or γ·R/m (BH, R pairs called), the level of its
+comparison holds the pair to (:attr:`~.analysis.Adjustment.held_level`): γ, or
+under ``adjust`` γ/m (Holm) or γ·R/m (BH, R pairs called), the level of its
 ``eps``. A pair not significant has its tail above that level, so its plan
 asks for more than it has; planned at the unadjusted γ, many would be told
 to add nothing.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from binmetric_sweep.sweep.compare.analysis import Comparison, held_level
+from binmetric_sweep.sweep.compare.analysis import Adjustment, Comparison
 from binmetric_sweep.sweep.errors import SweepError
 
 __all__ = ["NEXT_COLUMNS", "next_level", "next_ratings"]
@@ -100,9 +100,9 @@ def next_ratings(
 
 def next_level(result: Comparison) -> float:
     """The two-sided level the pairs of ``result`` are planned at: γ, or the level the
-    adjustment holds a pair to (:func:`~.analysis.held_level`)."""
+    adjustment holds a pair to (:attr:`~.analysis.Adjustment.held_level`)."""
     s, pairs = result.settings, result.pairs
-    adjust = s.get("adjust", "none")
-    tested = int(pairs["p_adjusted"].notna().sum()) if adjust != "none" else len(pairs)
+    adjustment = Adjustment.of(s.get("adjust", "none"))
+    tested = int(pairs["p_adjusted"].notna().sum()) if adjustment.adjusts else len(pairs)
     called = int(pairs["significant"].fillna(False).astype(bool).sum())
-    return held_level(float(s["gamma"]), adjust, tested, called)
+    return adjustment.held_level(float(s["gamma"]), tested, called)

@@ -103,7 +103,10 @@ from binmetric_sweep.sweep.errors import SweepError, shown
 __all__ = [
     "COMBINE",
     "COUNT_COLUMNS",
+    "CombineRule",
     "LABEL_COLUMNS",
+    "MAJORITY",
+    "REFUSE",
     "Ratings",
     "Reading",
     "check_counts",
@@ -119,8 +122,32 @@ __all__ = [
 COUNT_COLUMNS = ("n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn", "n_m", "m_pos")
 #: The label columns of a ratings table.
 LABEL_COLUMNS = ("human", "metric")
-#: How several labels of one output are combined (``--annotators``, ``--judges``).
-COMBINE = ("refuse", "majority")
+
+
+class CombineRule(NamedTuple):
+    """How several labels of one output are combined (``--annotators``, ``--judges``): one
+    value per rule, :data:`COMBINE` by name (the flags' list is built from it).
+
+    Attributes:
+        name: as the flags, the API and :class:`Reading` spell it.
+        description: what it does, for ``--help``.
+        combines: whether it makes one label of several (``majority``: the label most of
+            them give, a tie refused); ``refuse`` does not, and refuses an output that has
+            several.
+    """
+
+    name: str
+    description: str
+    combines: bool
+
+
+#: The default: an output with several labels of a kind is refused, naming it.
+REFUSE = CombineRule("refuse", "an error naming the item", combines=False)
+#: The label most of them give; a tie is refused as :data:`REFUSE` refuses.
+MAJORITY = CombineRule("majority", "the label most of them give; a tie is refused", True)
+#: How several labels of one output are combined (``--annotators``, ``--judges``), by
+#: name, the default first. No rule counts each label as a rating (``_NOT_INDEPENDENT``).
+COMBINE = {rule.name: rule for rule in (REFUSE, MAJORITY)}
 #: Why no rule counts each of several labels of one item as a rating of its own.
 _NOT_INDEPENDENT = (
     "the labels of one item share one truth, so counting each as its own output makes the "
@@ -261,12 +288,12 @@ class Reading:
             ("--annotators", "human", self.annotators, self.several_human, self.split_human),
             ("--judges", "metric", self.judges, self.several_metric, self.split_metric),
         ):
-            if self.layout == "ratings" and not self.by_item and rule != "refuse":
+            if self.layout == "ratings" and not self.by_item and COMBINE[rule].combines:
                 out.append(
                     f"{flag} {rule}: the file has no item column, so each row is one "
                     "output and there is nothing to combine"
                 )
-            elif several and rule == "majority":
+            elif several and COMBINE[rule].combines:
                 out.append(
                     f"{flag} majority: {several:,} items with several {kind} labels took "
                     f"their majority ({split:,} of them disagreeing)"
@@ -827,7 +854,7 @@ def _combined(n, pos, rule, kind, flag, where: _Where, output, labels):
         return n, pos
     said = lambda o: f"{pos[o]} × 1, {n[o] - pos[o]} × 0"  # noqa: E731
     labelled = np.flatnonzero(~np.isnan(labels))  # rows with a label of this kind
-    if rule == "refuse":  # the first row that gives an output its second label
+    if not COMBINE[rule].combines:  # the first row that gives an output its second label
         row = int(labelled[pd.Series(output[labelled]).duplicated().to_numpy()][0])
         o = output[row]
         raise SweepError(

@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from binmetric_sweep.sweep.compare.analysis import Comparison
+from binmetric_sweep.sweep.compare.analysis import ADJUSTMENTS, RATE_MODELS, Adjustment, Comparison
 from binmetric_sweep.sweep.paths import check_out_dir, writing
 
 __all__ = [
@@ -77,17 +77,21 @@ def _read(result: Comparison) -> dict | None:
     return {**result.reading.as_dict(), "notes": result.reading.notes()}
 
 
-#: The rate models and methods, in words.
-RATE_WORDS = {
-    "per-system": "each system's metric rates ρ, η from its own paired ratings",
-    "shared": "one pair of metric rates ρ, η from all systems' paired ratings",
-}
+#: The methods, in words.
 METHOD_WORDS = {"quadrature": "exact posterior (quadrature)", "nuts": "posterior draws (NUTS)"}
-#: The adjustments over all pairs: in the header, and naming an adjusted value.
-ADJUST_WORDS = {
-    "holm": ("Holm-adjusted over all pairs (family-wise error)", "Holm-adjusted"),
-    "bh": ("Benjamini–Hochberg-adjusted over all pairs (false discovery rate)", "BH-adjusted"),
-}
+
+
+def _rate_words(settings: dict) -> str:
+    """The settings' rate model in words (:attr:`~.analysis.RateModel.description`)."""
+    model = RATE_MODELS.get(settings["rates"])
+    return settings["rates"] if model is None else model.description
+
+
+def _adjusted(settings: dict) -> Adjustment | None:
+    """The settings' adjustment where it adjusts the pairs' tests (its header and the name
+    of an adjusted value: :class:`~.analysis.Adjustment`); None where each pair is alone."""
+    adjustment = ADJUSTMENTS.get(settings["adjust"])
+    return adjustment if adjustment is not None and adjustment.adjusts else None
 
 
 def signed(x: float, digits: int) -> str:
@@ -102,11 +106,11 @@ def comparison_text(result: Comparison) -> str:
         return _estimators_text(result)
     s = result.settings
     level = f"{100 * s['level']:g} %"
-    adjusted = ADJUST_WORDS.get(s["adjust"])
+    adjusted = _adjusted(s)
     head = (
-        f"{len(result.systems)} systems; {RATE_WORDS.get(s['rates'], s['rates'])}; "
+        f"{len(result.systems)} systems; {_rate_words(s)}; "
         f"{METHOD_WORDS.get(s['method'], s['method'])}; γ = {s['gamma']:g}"
-        + (f", {adjusted[0]}" if adjusted else "")
+        + (f", {adjusted.header}" if adjusted else "")
         + "\nalpha: share of adequate outputs (posterior mean); sd: its posterior SD; "
         "human counts every human rating, paired those that also have a metric rating"
     )
@@ -146,7 +150,8 @@ def _next(result: Comparison) -> list[str]:
     from binmetric_sweep.sweep.compare.next_ratings import next_level
 
     pairs = pairs.sort_values("add_cost", kind="stable", na_position="last")
-    rule = {"holm": "γ/m", "bh": "γ·R/m"}.get(result.settings["adjust"])
+    adjusted = _adjusted(result.settings)
+    rule = adjusted.held_rule if adjusted else ""
     held = f"; planned at the level each pair is held to, {rule} = {next_level(result):.2g}"
     out = [
         "what to rate next (cheapest first; ratings to add to each system of the pair"
@@ -182,7 +187,7 @@ def _matrix(result: Comparison) -> list[str]:
         f"{n} ({m:.2f})" for n, m in zip(systems["system"], systems["alpha_mean"], strict=True)
     ]
     mean = systems["alpha_mean"].to_numpy()
-    adjusted = ADJUST_WORDS.get(result.settings["adjust"])
+    adjusted = _adjusted(result.settings)
     shown = _pair_matrix(result, "p_adjusted") if adjusted else result.p_better
     significant = _significant_matrix(result)
     cells = [
@@ -205,7 +210,7 @@ def _matrix(result: Comparison) -> list[str]:
     g = result.settings["gamma"]
     if adjusted:
         out.append(
-            f"cell: row's α − column's α, posterior mean ({adjusted[1]} two-sided tail "
+            f"cell: row's α − column's α, posterior mean ({adjusted.value_name} two-sided tail "
             f"2·min(P, 1 − P), P = P(row's α > column's α)); * adjusted value ≤ γ = {g:g}"
         )
     else:
@@ -238,9 +243,9 @@ def _not_significant(result: Comparison) -> list[str]:
         if len(weak)
         else f"pairs: all {len(pairs):,} significant at γ = {result.settings['gamma']:g}"
     ]
-    words = ADJUST_WORDS.get(result.settings["adjust"])
+    words = _adjusted(result.settings)
     for row in weak.head(LISTED_PAIRS).itertuples():
-        adjusted = f", {words[1]} {row.p_adjusted:.3f}" if words else ""
+        adjusted = f", {words.value_name} {row.p_adjusted:.3f}" if words else ""
         out.append(
             f"  {row.a} vs {row.b}: diff {signed(row.diff_mean, 3)}, P(a better) = "
             f"{row.p_a_better:.3f}{adjusted}, ε = {row.eps:.3f}"
@@ -255,13 +260,13 @@ def _estimators_text(result: Comparison) -> str:
     systems × estimators table and each one's count of significant pairs."""
     s, systems, pairs = result.settings, result.systems, result.pairs
     level = f"{100 * s['level']:g} %"
-    adjusted = ADJUST_WORDS.get(s["adjust"])
+    adjusted = _adjusted(s)
     names = list(dict.fromkeys(systems["estimator"]))
     head = [
         f"{systems['system'].nunique()} systems; "
         + (f"estimator {names[0]}" if len(names) == 1 else "every estimator")
-        + f"; {RATE_WORDS.get(s['rates'], s['rates'])}; {level} intervals; γ = {s['gamma']:g}"
-        + (f", {adjusted[0]}" if adjusted else ""),
+        + f"; {_rate_words(s)}; {level} intervals; γ = {s['gamma']:g}"
+        + (f", {adjusted.header}" if adjusted else ""),
         "pairs of a classical estimator: two-sided z-test of the difference of the estimates; "
         "bayes: P(a's α > b's α)",
     ]
@@ -291,7 +296,7 @@ def _estimators_text(result: Comparison) -> str:
             if pd.isna(row.significant):
                 lines.append(f"  {row.a} vs {row.b}: not tested")
                 continue
-            extra = f", {adjusted[1]} {row.p_adjusted:.3f}" if adjusted else ""
+            extra = f", {adjusted.value_name} {row.p_adjusted:.3f}" if adjusted else ""
             lines.append(
                 f"  {row.a} vs {row.b}: diff {signed(row.diff_mean, 3)}, p = {row.p_value:.3g}"
                 f"{extra}" + (" *" if row.significant else "")
@@ -349,8 +354,8 @@ def _leaderboard(result: Comparison) -> list[str]:
     """Too many pairs to read: how many are significant, and, unadjusted, what that means."""
     pairs, gamma = result.pairs, result.settings["gamma"]
     called = int(pairs["significant"].sum())
-    words = ADJUST_WORDS.get(result.settings["adjust"])
-    how = f", {words[1]}" if words else " (each pair's own two-sided test)"
+    words = _adjusted(result.settings)
+    how = f", {words.value_name}" if words else " (each pair's own two-sided test)"
     out = [
         f"pairs: {called:,} of {len(pairs):,} significant at γ = {gamma:g}{how}; every pair "
         "in --json or --out"

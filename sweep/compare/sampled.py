@@ -21,11 +21,12 @@ from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import MCMC, NUTS
 
 from binmetric_sweep.sweep.compare.analysis import (
+    Adjustment,
     Comparison,
-    _check_options,
-    _heterogeneity,
+    RateModel,
     counts_of,
     pair_table,
+    parse_options,
     ranked,
 )
 
@@ -37,17 +38,14 @@ NUTS_CHAINS, NUTS_WARMUP, NUTS_SAMPLES = 4, 500, 1000
 RHAT_LIMIT, ESS_LIMIT = 1.01, 400
 
 
-def _model(c, rates: str):
-    s = c["n_phi"].shape[0]
+def _model(c, rates: RateModel):
+    """The NUTS model of the counts ``c``; ``rates`` draws ρ, η (:attr:`RateModel.drawn_rates`)
+    from each system's paired ratings' Beta parameters."""
+    systems = numpyro.plate("systems", c["n_phi"].shape[0])
     a_r, b_r = c["n_tp"] + 1.0, c["n_pos_paired"] - c["n_tp"] + 1.0
     a_e, b_e = c["n_tn"] + 1.0, c["n_neg_paired"] - c["n_tn"] + 1.0
-    if rates == "shared":
-        rho = numpyro.sample("rho", dist.Beta(jnp.sum(a_r - 1) + 1, jnp.sum(b_r - 1) + 1))
-        eta = numpyro.sample("eta", dist.Beta(jnp.sum(a_e - 1) + 1, jnp.sum(b_e - 1) + 1))
-    with numpyro.plate("systems", s):
-        if rates != "shared":
-            rho = numpyro.sample("rho", dist.Beta(a_r, b_r))
-            eta = numpyro.sample("eta", dist.Beta(a_e, b_e))
+    rho, eta = rates.drawn_rates(a_r, b_r, a_e, b_e, systems)
+    with systems:
         alpha = numpyro.sample("alpha", dist.Beta(c["n_pos"] + 1.0, c["n_phi"] - c["n_pos"] + 1.0))
         p = jnp.clip(alpha * rho + (1 - alpha) * (1 - eta), 1e-300, 1 - 1e-16)
         numpyro.sample("metric", dist.Binomial(c["n_m"], probs=p), obs=c["m_pos"])
@@ -56,15 +54,16 @@ def _model(c, rates: str):
 def compare_by_nuts(
     counts: pd.DataFrame,
     *,
-    rates: str = "per-system",
+    rates: str | RateModel = "per-system",
     gamma: float = 0.05,
     level: float = 0.95,
-    adjust: str = "none",
+    adjust: str | Adjustment = "none",
     seed: int = 0,
 ) -> Comparison:
-    """The comparison of :func:`compare_systems` from NUTS draws (see the module's text)."""
+    """The comparison of :func:`compare_systems` from NUTS draws (see the module's text);
+    ``rates`` and ``adjust`` are values or their names, as there."""
     jax.config.update("jax_enable_x64", True)
-    _check_options(rates, gamma, level, adjust)
+    model, adjustment = parse_options(rates, gamma, level, adjust)
     c = counts_of(counts)
     data = {
         k: jnp.asarray(v, jnp.float64)
@@ -72,7 +71,7 @@ def compare_by_nuts(
         if k not in ("rho", "eta", "rho_eta_known")
     }
     mcmc = MCMC(
-        NUTS(lambda: _model(data, rates)),
+        NUTS(lambda: _model(data, model)),
         num_warmup=NUTS_WARMUP,
         num_samples=NUTS_SAMPLES,
         num_chains=NUTS_CHAINS,
@@ -89,12 +88,12 @@ def compare_by_nuts(
     ess = np.asarray(effective_sample_size(draws))
     p = np.mean(flat[:, :, None] > flat[:, None, :], axis=0)
     np.fill_diagonal(p, 0.5)
-    systems, p = ranked(counts, rates, (mean, sd, low, high), p)
+    systems, p = ranked(counts, model, (mean, sd, low, high), p)
     settings = {
-        "rates": rates,
+        "rates": model.name,
         "gamma": float(gamma),
         "level": float(level),
-        "adjust": adjust,
+        "adjust": adjustment.name,
         "method": "nuts",
         "chains": NUTS_CHAINS,
         "draws": NUTS_CHAINS * NUTS_SAMPLES,
@@ -102,11 +101,11 @@ def compare_by_nuts(
         "ess_min": float(np.min(ess)),
         "seed": int(seed),
     }
-    warnings = _heterogeneity(counts) if rates == "shared" else []
+    warnings = model.nuts_warnings(counts)
     if settings["rhat_max"] > RHAT_LIMIT or settings["ess_min"] < ESS_LIMIT:
         warnings.append(
             f"NUTS: largest R-hat {settings['rhat_max']:.3f}, smallest ESS "
             f"{settings['ess_min']:.0f}: the draws may not represent the posterior"
         )
-    pairs = pair_table(systems, p, gamma, adjust)
+    pairs = pair_table(systems, p, gamma, adjustment)
     return Comparison(systems, pairs, settings, warnings, p)
