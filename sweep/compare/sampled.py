@@ -5,7 +5,8 @@ One model holds every system: α_s ~ Beta(n₊ + 1, N_Φ − n₊ + 1) (the huma
 ratings), m₊ₛ ~ Binomial(N_Mₛ, α_s ρ + (1 − α_s)(1 − η)), with (ρ_s, η_s) per
 system from its own paired ratings' Betas (per-system, 3S dimensions, the
 systems independent) or one (ρ, η) from the pooled paired ratings (shared,
-S + 2 dimensions). A pair's P(α_a > α_b) is the share of draws with
+S + 2 dimensions): the rate model's sites (:attr:`~.analysis.RateModel.drawn_rates`).
+A pair's P(α_a > α_b) is the share of draws with
 α_a > α_b; R-hat and ESS are NumPyro's (numpyro.diagnostics).
 """
 
