@@ -105,7 +105,7 @@ from binmetric_sweep.sweep.cascade import (  # noqa: E402
     default_cascade,
     nested,
 )
-from binmetric_sweep.sweep.fits import fit_lanes_info  # noqa: E402
+from binmetric_sweep.sweep.fits import fit_lanes  # noqa: E402
 from binmetric_sweep.sweep.lanes import lane_keys  # noqa: E402
 from binmetric_sweep.sweep.programs import nuts_program  # noqa: E402
 from binmetric_sweep.sweep.records import StageLog, provenance  # noqa: E402
@@ -248,10 +248,10 @@ def timed_fits(
                     fn.prepare(keys[padded], lanes, n_valid)
     if WARM_UP:
         with stage(f"{label}: warm-up run"):
-            fit_lanes_info(counts, keys, method, **plan)
+            fit_lanes(counts, keys, method, **plan)
 
     def fits():
-        (out, last), seconds = timed(lambda: fit_lanes_info(counts, keys, method, **plan))
+        (out, last), seconds = timed(lambda: fit_lanes(counts, keys, method, **plan))
         if info is not None:
             info[:] = [last]
         return out, seconds
@@ -289,7 +289,7 @@ def quadrature_throughput(counts, keys, variants: bool = True) -> dict:
     rules = info[0].rules
     with stage(f"quadrature, {n} lanes, 1 worker: each call timed"):
         schedule = schedule_for(workers=1, rule_lanes=RULE_CHUNKS)
-        _, one_worker = fit_lanes_info(
+        _, one_worker = fit_lanes(
             counts, keys, "quadrature", cascade=cascade_without(), schedule=schedule
         )
     digest = fits_digest(driver)
@@ -548,7 +548,7 @@ def baseline(n: int, seed: int, settings: NUTSSettings, batch: int = 0) -> dict:
     counts = jax.tree.map(np.asarray, jax.vmap(expected_counts)(design))
     words = np.stack([np.arange(n), np.zeros(n)], 1).astype(np.uint32)
     keys = lane_keys(seed, words, np.zeros(n))
-    exact, _ = fit_lanes_info(counts, keys, "quadrature")
+    exact, _ = fit_lanes(counts, keys, "quadrature")
     eps_exact = np.asarray(epsilon(exact.post_sd, 0.05))
     samples = batched_samples(float(np.max(exact.post_sd)), settings)
     conventional_eps, start = [], time.perf_counter()

@@ -58,9 +58,9 @@ def main(argv=None) -> None:
     table, c = agreement_lanes()
     b = len(c.n_m)
     keys = lane_keys(3, np.stack([np.arange(b), np.ones(b)], 1), np.zeros(b))
-    exact = fit_lanes(c, keys, "quadrature")
+    exact = fit_lanes(c, keys, "quadrature").fits
     start = time.perf_counter()
-    fit = fit_lanes(c, keys, "nuts", nuts=settings)
+    fit = fit_lanes(c, keys, "nuts", nuts=settings).fits
     seconds = time.perf_counter() - start
 
     s = ~fit.exact

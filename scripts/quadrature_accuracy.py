@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers
 from binmetric_sweep.kernels.counts import Counts  # noqa: E402
 from binmetric_sweep.kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
 from binmetric_sweep.sweep.cascade import FULL_MODEL_RULES  # noqa: E402
-from binmetric_sweep.sweep.fits import fit_lanes_info  # noqa: E402
+from binmetric_sweep.sweep.fits import fit_lanes  # noqa: E402
 from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
 from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
@@ -58,8 +58,8 @@ def summaries(counts: Counts, rule: QuadratureRule, level: float = 0.95) -> np.n
 
 
 def driver_summaries(counts: Counts, level: float = 0.95) -> tuple[np.ndarray, dict]:
-    """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes_info`; each rule's share."""
-    fits, info = fit_lanes_info(counts, None, "quadrature", level=level)
+    """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes`; each rule's share."""
+    fits, info = fit_lanes(counts, None, "quadrature", level=level)
     rules = info.rules
     out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)
     return out, {rule: float(np.mean(rules == rule)) for rule in FULL_MODEL_RULES}

@@ -44,7 +44,7 @@ from binmetric_sweep.sweep.cascade import CascadeRule
 from binmetric_sweep.sweep.lanes import require_float64
 from binmetric_sweep.sweep.schedule import Schedule, schedule_for, usable_cores
 
-__all__ = ["Answer", "CallTime", "FitInfo", "FitMemo", "fit_lanes", "fit_lanes_info"]
+__all__ = ["Answer", "CallTime", "FitInfo", "FitMemo", "LaneFits", "fit_lanes"]
 
 
 class Answer(NamedTuple):
@@ -86,7 +86,7 @@ class CallTime(NamedTuple):
 
 
 class FitInfo(NamedTuple):
-    """What :func:`fit_lanes_info` reports beside the fits (diagnostics).
+    """What :func:`fit_lanes` reports beside the fits (diagnostics).
 
     Attributes:
         rules: ``(B,)`` object array: the rule each lane's numbers come from
@@ -104,6 +104,18 @@ class FitInfo(NamedTuple):
     distinct: int
 
 
+class LaneFits(NamedTuple):
+    """What :func:`fit_lanes` gives.
+
+    Attributes:
+        fits: ``(B,)`` NumPy :class:`kernels.summaries.FitResults`, one per lane.
+        info: how they were made (:class:`FitInfo`).
+    """
+
+    fits: FitResults
+    info: FitInfo
+
+
 def fit_lanes(
     counts: Counts,
     keys: jax.Array | None,
@@ -117,8 +129,10 @@ def fit_lanes(
     on_chunk: Callable[[int], None] | None = None,
     stop: threading.Event | None = None,
     memo: FitMemo | None = None,
-) -> FitResults:
-    """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`.
+) -> LaneFits:
+    """Posterior summaries of α for B lanes, as ``(B,)`` NumPy :class:`FitResults`, and
+    how they were made (:class:`FitInfo`): ``fit_lanes(...).fits``, or
+    ``fits, info = fit_lanes(...)``.
 
     Args:
         counts: ``(B,)`` counts (NumPy or JAX arrays).
@@ -149,36 +163,6 @@ def fit_lanes(
         concurrent.futures.CancelledError: ``stop`` was set.
         ValueError: ``cascade`` could leave a lane unanswered.
     """
-    return fit_lanes_info(
-        counts,
-        keys,
-        method,
-        level=level,
-        nuts=nuts,
-        nested=nested,
-        cascade=cascade,
-        schedule=schedule,
-        on_chunk=on_chunk,
-        stop=stop,
-        memo=memo,
-    )[0]
-
-
-def fit_lanes_info(
-    counts: Counts,
-    keys: jax.Array | None,
-    method: Method,
-    *,
-    level: float = 0.95,
-    nuts: NUTSSettings = NUTSSettings(),
-    nested: QuadratureRule = QuadratureRule(),
-    cascade: tuple[CascadeRule, ...] | None = None,
-    schedule: Schedule | None = None,
-    on_chunk: Callable[[int], None] | None = None,
-    stop: threading.Event | None = None,
-    memo: FitMemo | None = None,
-) -> tuple[FitResults, FitInfo]:
-    """:func:`fit_lanes` (arguments as there), and a :class:`FitInfo` of how it went."""
     require_float64()
     schedule = schedule_for() if schedule is None else schedule
     counts = take(counts, slice(None))
@@ -249,7 +233,7 @@ def fit_lanes_info(
         raise RuntimeError(f"fit_lanes: {(rules == '').sum()} lanes were answered by no rule")
     if memo is not None:
         memo.add(context, inputs[todo], exact[todo], take_fits(out, todo), rules[todo])
-    return take_fits(out, lanes), FitInfo(rules[lanes], tuple(calls), len(todo))
+    return LaneFits(take_fits(out, lanes), FitInfo(rules[lanes], tuple(calls), len(todo)))
 
 
 class FitMemo:

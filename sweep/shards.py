@@ -49,7 +49,7 @@ from binmetric_sweep.sweep.columns import (
 )
 from binmetric_sweep.sweep.config import SweepSpec
 from binmetric_sweep.sweep.estimates import estimate_lanes
-from binmetric_sweep.sweep.fits import FitMemo, fit_lanes_info
+from binmetric_sweep.sweep.fits import FitMemo, fit_lanes
 from binmetric_sweep.sweep.grid import id_words
 from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
 from binmetric_sweep.sweep.schedule import Schedule, bucket, schedule_for
@@ -216,7 +216,7 @@ def run_shard(
     estimates: dict[str, Estimate] = {}
     fits, calls = None, ()
     if spec.bayes:
-        fits, info = fit_lanes_info(
+        fits, info = fit_lanes(
             counts,
             keys,
             spec.method,

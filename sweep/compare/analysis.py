@@ -509,7 +509,7 @@ def _pooled_paired(c: Counts) -> Counts:
 
 def _per_system(c: Counts, level: float, progress: Progress):
     """Moments and interval from the sweep's posterior, pair probabilities from the densities."""
-    fits = fit_lanes(c, None, "quadrature", level=level)
+    fits = fit_lanes(c, None, "quadrature", level=level).fits
     mean, sd = np.asarray(fits.post_mean), np.asarray(fits.post_sd)
     lo = np.clip(mean - WIDTH * sd, 0.0, 1.0)
     hi = np.clip(mean + WIDTH * sd, 0.0, 1.0)

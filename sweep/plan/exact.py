@@ -68,9 +68,8 @@ def exact_eps(
     index, n_phi, n_m = (_pad(np.asarray(v), size) for v in (index, n_phi, n_m))
     keys = lane_keys(0, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))  # unused
     counts = _first(lane_counts(_designs(p, index, n_phi, n_m), keys, "expected"), k)
-    fits = fit_lanes(
-        counts, keys[:k], "quadrature", nested=rule, schedule=schedule_for(chunk_size=chunk_size)
-    )
+    schedule = schedule_for(chunk_size=chunk_size)
+    fits = fit_lanes(counts, keys[:k], "quadrature", nested=rule, schedule=schedule).fits
     sd = _pad(np.asarray(fits.post_sd), size)
     eps = np.asarray(epsilon(sd, p.gamma[index], p.power[index]))[:k]
     eps = np.where(np.isfinite(eps), eps, np.inf)

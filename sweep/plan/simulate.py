@@ -78,7 +78,7 @@ def simulate_tests(
     counts = _first(lane_counts(designs, keys, "sampled"), k)
     if estimator == "bayes":
         schedule = schedule_for(chunk_size=chunk_size)
-        fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule)
+        fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule).fits
         mean, sd = np.asarray(fits.post_mean), np.asarray(fits.post_sd)
     else:
         from binmetric_sweep.kernels.estimators import CLASSICAL

@@ -35,8 +35,8 @@ def agreement():
     table, c = agreement_lanes()
     b = len(c.n_m)
     keys = lane_keys(3, np.stack([np.arange(b), np.ones(b)], 1), np.zeros(b))
-    exact = fit_lanes(c, keys, "quadrature")
-    fit = fit_lanes(c, keys, "nuts")
+    exact = fit_lanes(c, keys, "quadrature").fits
+    fit = fit_lanes(c, keys, "nuts").fits
     return table, c, exact, fit
 
 
@@ -118,9 +118,9 @@ def test_nuts_is_deterministic_and_independent_of_batch():
     )
     keys = lane_keys(5, np.array([[1, 0], [2, 0]]), np.zeros(2))
     settings = NUTSSettings(chains=2, warmup=50, samples=50)
-    both = fit_lanes(c, keys, "nuts", nuts=settings)
-    again = fit_lanes(c, keys, "nuts", nuts=settings)
-    alone = fit_lanes(jax.tree.map(lambda x: x[1:], c), keys[1:], "nuts", nuts=settings)
+    both = fit_lanes(c, keys, "nuts", nuts=settings).fits
+    again = fit_lanes(c, keys, "nuts", nuts=settings).fits
+    alone = fit_lanes(jax.tree.map(lambda x: x[1:], c), keys[1:], "nuts", nuts=settings).fits
     assert np.array_equal(both.post_mean, again.post_mean)
     assert both.post_mean[1] == pytest.approx(alone.post_mean[0], abs=1e-12)
     # fit_lanes groups these ridge lanes and compiles the ridge density alone;

@@ -42,7 +42,7 @@ def test_nuts_with_enough_draws_reproduces_published_cells():
     c = published_counts(table)
     b = len(table)
     keys = lane_keys(3, np.stack([np.arange(b), np.full(b, 2)], 1), np.zeros(b))
-    fit = fit_lanes(c, keys, "nuts", nuts=SETTINGS)
+    fit = fit_lanes(c, keys, "nuts", nuts=SETTINGS).fits
     sampled = ~fit.exact
     assert np.all(sampled == (table.n_m.values > 0))  # N_M = 0: the Beta itself
     assert np.all(fit.rhat[sampled] < 1.01)

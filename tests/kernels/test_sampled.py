@@ -39,7 +39,7 @@ def test_sampled_mode_is_unbiased_and_covers():
     replicate = np.tile(np.arange(REPLICATES), c)
     keys = lane_keys(2026, words, replicate)
     counts = lane_counts(lanes, keys, "sampled")
-    fits = fit_lanes(counts, keys, "quadrature")
+    fits = fit_lanes(counts, keys, "quadrature").fits
     per_config = FitResults(*(np.asarray(x).reshape(c, REPLICATES) for x in fits))
     estimates = posterior_estimate(*per_config[:4])
     s = summarize_estimates(

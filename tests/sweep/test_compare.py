@@ -136,7 +136,7 @@ def test_posteriors_and_pairs_match_a_brute_force_grid(rates):
 
 def test_per_system_rows_are_the_sweep_s_posterior_for_the_same_counts():
     result = compare_systems(SMALL, rates="per-system", level=0.9)
-    fits = fit_lanes(counts_of(SMALL), None, "quadrature", level=0.9)
+    fits = fit_lanes(counts_of(SMALL), None, "quadrature", level=0.9).fits
     systems = result.systems.set_index("system").loc[list(SMALL["system"])]
     for column, field in (
         ("alpha_mean", "post_mean"),

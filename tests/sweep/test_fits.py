@@ -32,7 +32,7 @@ from binmetric_sweep.sweep.cascade import (
     make_cascade,
     nested,
 )
-from binmetric_sweep.sweep.fits import FitMemo, distinct_lanes, fit_lanes, fit_lanes_info
+from binmetric_sweep.sweep.fits import FitInfo, FitMemo, LaneFits, distinct_lanes, fit_lanes
 from binmetric_sweep.sweep.lanes import lane_keys, require_float64
 from binmetric_sweep.sweep.schedule import (
     ACCELERATOR_QUADRATURE_LANES,
@@ -151,7 +151,9 @@ def test_a_nuts_lane_does_not_depend_on_its_queue():
     # the group's 280 chains: a queue on 128 slots.
     sizes = (32, 256)
     slotted, queued = (
-        fit_lanes(c, keys, "nuts", nuts=settings, schedule=schedule_for(chunk_size=n, workers=1))
+        fit_lanes(
+            c, keys, "nuts", nuts=settings, schedule=schedule_for(chunk_size=n, workers=1)
+        ).fits
         for n in sizes
     )
     # Two workers: the group (one call of 256 fits with one) is split in two calls of 70
@@ -166,7 +168,7 @@ def test_a_nuts_lane_does_not_depend_on_its_queue():
         for n in sizes
     ]
     assert [{chunk.fn.static[-1] for chunk in plan} for plan in plans] == [{32}, {128}]
-    split = fit_lanes(c, keys, "nuts", nuts=settings, schedule=schedule_for(workers=2))
+    split = fit_lanes(c, keys, "nuts", nuts=settings, schedule=schedule_for(workers=2)).fits
     assert fits_differing(slotted, queued) == fits_differing(slotted, split) == 0
     assert np.isfinite(queued.post_sd).all()
 
@@ -335,7 +337,7 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
         runs, calls = [], []
         for workers in (1, 3):
             progress = []
-            fits, info = fit_lanes_info(
+            fits, info = fit_lanes(
                 c,
                 keys,
                 method,
@@ -392,7 +394,7 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     assert np.isin(others, first["hermite_alpha_t"]).all()
     # Those with s exact to the rule with t outermost.
     assert len(small) >= 3 and np.isin(small, first["t_outer"]).all()
-    both, info = fit_lanes_info(c, keys, "quadrature", schedule=schedule_for(workers=2))
+    both, info = fit_lanes(c, keys, "quadrature", schedule=schedule_for(workers=2))
     rules, times = info.rules, info.calls
     assert info.distinct == 96  # no two lanes share their counts
     # Each call is timed, with the lanes sent to its rule: all that the rule
@@ -412,7 +414,7 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     assert set(rules[~full]) == {"beta", "known"}
     passed_on = np.isin(np.arange(96), np.concatenate([ch.piece for ch in fast]))
     assert (passed_on & (rules == "hermite_t")).any()
-    only_nested = fit_lanes(c, keys, "quadrature", cascade=(nested(),))
+    only_nested = fit_lanes(c, keys, "quadrature", cascade=(nested(),)).fits
     for name in ("post_mean", "post_sd"):
         np.testing.assert_allclose(getattr(both, name), getattr(only_nested, name), atol=1e-6)
     for name in ("ci_low", "ci_high"):
@@ -422,13 +424,13 @@ def test_quadrature_takes_each_rule_where_it_can_and_the_nested_rule_elsewhere()
     # from: one worker makes one call of each program that has lanes (every
     # rule's lanes fit one chunk of 64; the t-axis rule has a program for lanes
     # whose s rule is exact and one for the others); the same numbers as two.
-    one, info = fit_lanes_info(c, keys, "quadrature", schedule=schedule_for(workers=1))
+    one, info = fit_lanes(c, keys, "quadrature", schedule=schedule_for(workers=1))
     times = info.calls
     calls = Counter(t.rule for t in times)
     assert calls == {**dict.fromkeys(QUADRATURE_RULES, 1), "hermite_t": 2}
     assert fits_differing(one, both) == 0
     # A lane's numbers do not depend on the lanes rejected with it.
-    alone = fit_lanes(jax.tree.map(lambda x: x[::2], c), keys[::2], "quadrature")
+    alone = fit_lanes(jax.tree.map(lambda x: x[::2], c), keys[::2], "quadrature").fits
     np.testing.assert_array_equal(alone.post_sd, both.post_sd[::2])
 
 
@@ -441,7 +443,7 @@ def test_a_stopped_fit_begins_no_chunk_and_says_so():
         fit_lanes(c, None, "quadrature", stop=stop, on_chunk=progress.append)
     assert progress == []
     # Unset, the same event changes nothing.
-    fits = fit_lanes(c, None, "quadrature", stop=threading.Event(), on_chunk=progress.append)
+    fits, _ = fit_lanes(c, None, "quadrature", stop=threading.Event(), on_chunk=progress.append)
     assert sum(progress) == 100 and np.isfinite(fits.post_mean).all()
 
 
@@ -492,8 +494,10 @@ def test_lanes_with_the_same_counts_are_fitted_once_and_get_the_same_numbers():
         n_pos_paired=np.where(beta, 3.0, c.n_pos_paired),
     )
     both = jax.tree.map(lambda x, y: np.concatenate([np.asarray(x), np.asarray(y)]), c, copy)
-    alone, info = fit_lanes_info(c, None, "quadrature")
-    twice, twice_info = fit_lanes_info(both, None, "quadrature")
+    result = fit_lanes(c, None, "quadrature")  # one value: the fits and how they were made
+    assert isinstance(result, LaneFits) and isinstance(result.info, FitInfo)
+    alone, info = result
+    twice, twice_info = fit_lanes(both, None, "quadrature")
     assert info.distinct == b and twice_info.distinct == b
     assert sum(t.lanes for t in twice_info.calls) == sum(t.lanes for t in info.calls)
     for half in (slice(0, b), slice(b, 2 * b)):
@@ -511,11 +515,11 @@ def test_a_memo_carries_exact_fits_to_later_batches_with_the_same_counts():
     and get the same bits; a batch with another level is refused."""
     c = mixed_lanes(40, seed=13)
     memo = FitMemo()
-    alone = fit_lanes(c, None, "quadrature")
-    first, info = fit_lanes_info(take(c, slice(0, 30)), None, "quadrature", memo=memo)
+    alone = fit_lanes(c, None, "quadrature").fits
+    first, info = fit_lanes(take(c, slice(0, 30)), None, "quadrature", memo=memo)
     assert info.distinct == 30
     progress = []
-    again, info = fit_lanes_info(c, None, "quadrature", memo=memo, on_chunk=progress.append)
+    again, info = fit_lanes(c, None, "quadrature", memo=memo, on_chunk=progress.append)
     assert info.distinct == 10 and sum(progress) == 40 and progress[0] == 30
     assert fits_differing(alone, again) == 0
     with pytest.raises(ValueError, match="another level"):

@@ -95,7 +95,8 @@ def reference_eps(specs, index, n_phi, n_m) -> np.ndarray:
     )
     keys = lane_keys(1, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))
     counts = jax.tree.map(lambda v: v[:k], lane_counts(designs, keys, "expected"))
-    fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule_for(chunk_size=CHUNK))
+    schedule = schedule_for(chunk_size=CHUNK)
+    fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule).fits
     gamma, power = np.array([x.gamma for x in s]), np.array([x.power for x in s])
     eps = np.asarray(epsilon(pad(fits.post_sd), gamma, power))
     return np.where((n_phi == 0) & (n_m == 0), 1.0, eps)[:k]

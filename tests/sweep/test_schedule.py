@@ -74,18 +74,19 @@ def test_a_lane_s_numbers_do_not_depend_on_which_call_it_ran_in():
     """
     c, _ = with_few_paired(mixed_lanes(100, seed=21))
     b = len(c.n_m)
-    whole = fit_lanes(c, None, "quadrature", schedule=schedule_for(workers=2))
+    whole = fit_lanes(c, None, "quadrature", schedule=schedule_for(workers=2)).fits
     # Shuffled, in shards of 37, one worker.
     order = np.random.default_rng(1).permutation(b)
     parts = [order[i : i + 37] for i in range(0, b, 37)]
     sharded = [
-        fit_lanes(take(c, p), None, "quadrature", schedule=schedule_for(workers=1)) for p in parts
+        fit_lanes(take(c, p), None, "quadrature", schedule=schedule_for(workers=1)).fits
+        for p in parts
     ]
     got = jax.tree.map(lambda *xs: np.concatenate(xs), *sharded)
     assert fits_differing(whole, take_fits(got, np.argsort(np.concatenate(parts)))) == 0
     # Each lane three times over: fitted once, the same bits.
     three = jax.tree.map(lambda x: np.concatenate([np.asarray(x)] * 3), c)
-    tripled = fit_lanes(three, None, "quadrature", schedule=schedule_for(workers=2))
+    tripled = fit_lanes(three, None, "quadrature", schedule=schedule_for(workers=2)).fits
     assert fits_differing(whole, take_fits(tripled, slice(2 * b, None))) == 0
 
 
