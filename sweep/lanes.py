@@ -1,4 +1,7 @@
-"""A shard's lanes: each (configuration, replicate)'s key, and the counts it observes.
+"""Lanes: each lane's design (:func:`lane_designs`), its key, and the counts it observes.
+
+A lane is one (configuration, replicate) of a shard, or one (scenario, sizes) of
+``sweep plan``; both make their :class:`kernels.counts.Design` here.
 
 Both are computed in batches padded to a few sizes (:func:`sweep.schedule.bucket`),
 which bounds the number of compiled programs whatever the shard sizes. Keys are
@@ -18,7 +21,7 @@ from binmetric_sweep.kernels.counts import Counts, Design
 from binmetric_sweep.sweep.programs import counts_program, keys_program
 from binmetric_sweep.sweep.schedule import bucket
 
-__all__ = ["lane_counts", "lane_keys", "require_float64"]
+__all__ = ["lane_counts", "lane_designs", "lane_keys", "require_float64"]
 
 
 def require_float64() -> None:
@@ -33,6 +36,61 @@ def require_float64() -> None:
             "binmetric-sweep computes in float64: call "
             "jax.config.update('jax_enable_x64', True) first (sweep.run and sweep.plan do)"
         )
+
+
+def lane_designs(
+    alpha,
+    rho,
+    eta,
+    n_phi,
+    n_m,
+    *,
+    shared_paired,
+    rho_eta_known,
+    n_rho_eta=0.0,
+    psi=None,
+) -> Design:
+    """``(B,)`` lane designs: the one place a :class:`kernels.counts.Design` is made, for a
+    sweep's configurations (:func:`sweep.shards.run_shard`) and the planner's scenarios
+    (:mod:`sweep.plan`).
+
+    Each argument is a scalar or a ``(B,)`` array (broadcast to B lanes): rates in [0, 1],
+    sizes as integer-valued numbers, the paired design as two bools. The paired fields
+    are set as the paired design has them, whatever was given for the others: a shared
+    paired set (``shared_paired``: the human-rated items are the paired ones) has
+    N_ρη = N_Φ and ψ = α; known ρ and η (``rho_eta_known``) have N_ρη = 0 (a null or NaN
+    is allowed there) and ψ = α; a separate paired set has ``n_rho_eta`` items, a share
+    ``psi`` of them adequate (default α). The counts depend on no field a design ignores,
+    so this changes no count.
+
+    Returns:
+        ``(B,)`` float64 rates and sizes and bool flags.
+
+    Raises:
+        ValueError: a lane both shared and known.
+    """
+    shared = np.asarray(shared_paired, bool)
+    known = np.asarray(rho_eta_known, bool)
+    if np.any(shared & known):
+        raise ValueError("lane_designs: a lane's paired set cannot be both shared and known")
+    alpha, rho, eta, n_phi, n_m, n_rho_eta, shared, known = np.broadcast_arrays(
+        *(np.asarray(v, np.float64) for v in (alpha, rho, eta, n_phi, n_m, n_rho_eta)),
+        shared,
+        known,
+    )
+    psi = alpha if psi is None else np.broadcast_to(np.asarray(psi, np.float64), alpha.shape)
+    separate = ~(shared | known)
+    return Design(
+        alpha=alpha,
+        rho=rho,
+        eta=eta,
+        n_phi=n_phi,
+        n_rho_eta=np.where(shared, n_phi, np.where(known, 0.0, n_rho_eta)),
+        psi=np.where(separate, psi, alpha),
+        n_m=n_m,
+        shared_paired=shared,
+        rho_eta_known=known,
+    )
 
 
 def _padded_call(fn, n: int, *trees):

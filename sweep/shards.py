@@ -51,7 +51,7 @@ from binmetric_sweep.sweep.config import SweepSpec
 from binmetric_sweep.sweep.estimates import estimate_lanes
 from binmetric_sweep.sweep.fits import FitMemo, fit_lanes
 from binmetric_sweep.sweep.grid import id_words
-from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
+from binmetric_sweep.sweep.lanes import lane_counts, lane_designs, lane_keys, require_float64
 from binmetric_sweep.sweep.schedule import Schedule, bucket, schedule_for
 
 __all__ = [
@@ -128,21 +128,18 @@ def nuts_settings(spec: SweepSpec) -> NUTSSettings:
 
 
 def _designs(configurations: pd.DataFrame, replicates: int) -> Design:
-    """``(C·R,)`` lane designs, each configuration repeated for its R replicates."""
+    """``(C·R,)`` lane designs (:func:`sweep.lanes.lane_designs`), each configuration
+    repeated for its R replicates."""
 
     def column(name, dtype=float):
         return np.repeat(configurations[name].to_numpy(dtype=dtype, na_value=0), replicates)
 
-    return Design(
-        alpha=column("alpha"),
-        rho=column("rho"),
-        eta=column("eta"),
-        n_phi=column("n_phi"),
-        n_rho_eta=column("n_rho_eta"),
-        psi=column("psi"),
-        n_m=column("n_m"),
+    return lane_designs(
+        *(column(name) for name in ("alpha", "rho", "eta", "n_phi", "n_m")),
         shared_paired=column("shared_paired", bool),
         rho_eta_known=column("rho_eta_known", bool),
+        n_rho_eta=column("n_rho_eta"),
+        psi=column("psi"),
     )
 
 

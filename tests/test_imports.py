@@ -1,4 +1,5 @@
-"""The package's layers: no module imports the package above it, and no imports go in circles.
+"""The package's layers: no module imports the package above it, no imports go in circles,
+and no module takes another's underscore names.
 
 Every import counts, at the top of a module or inside a function: an import
 deferred into a function still ties the two modules together, and a circle of
@@ -90,3 +91,68 @@ def test_no_imports_go_in_circles():
     for name in sorted(GRAPH):
         if name not in state:
             walk(name)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_uses(name: str, path: Path, modules=MODULES) -> set[tuple[str, str]]:
+    """(``name``, private name) for each underscore name ``name`` takes from another of the
+    package's ``modules``: ``from module import _x``, or ``module._x`` of a module it imported."""
+    is_package = path.name == "__init__.py"
+    base = name if is_package else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    found, aliases = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules:
+                    aliases.add(alias.asname or alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                anchor = base.rsplit(".", node.level - 1)[0] if node.level > 1 else base
+                module = f"{anchor}.{module}" if module else anchor
+            if module not in modules:
+                continue
+            for alias in node.names:
+                if f"{module}.{alias.name}" in modules:
+                    aliases.add(alias.asname or alias.name)
+                elif _private(alias.name):
+                    found.add((name, alias.name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            value = ast.unparse(node.value)
+            if value in aliases:
+                found.add((name, node.attr))
+    return found
+
+
+def test_no_module_imports_an_underscore_name_from_another():
+    """A module's underscore names are its own: what another module needs is public (in
+    its ``__all__``, documented) or lives where it is used."""
+    found = sorted(set().union(*(_private_uses(name, path) for name, path in MODULES.items())))
+    assert not found, "underscore names imported from another module: " + ", ".join(
+        f"{module} takes {private}" for module, private in found
+    )
+
+
+def test_the_private_import_check_finds_each_way_of_importing(tmp_path):
+    """The check above sees ``from m import _x`` (absolute and relative) and ``m._x``, and
+    leaves a module's own and dunder names alone."""
+    package = tmp_path / "sweep"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "from binmetric_sweep.sweep.b import _one, public, __version__\n"
+        "from .b import _two\n"
+        "from binmetric_sweep.sweep import b\n"
+        "import binmetric_sweep.sweep.b as bee\n"
+        "def _own(): return b._three, bee._four, b.__name__\n"
+    )
+    (package / "b.py").write_text("")
+    modules = {f"binmetric_sweep.sweep.{n}": package / f"{n}.py" for n in ("a", "b")}
+    modules["binmetric_sweep.sweep"] = package / "__init__.py"
+    found = _private_uses("binmetric_sweep.sweep.a", package / "a.py", modules)
+    assert {private for _, private in found} == {"_one", "_two", "_three", "_four"}

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from binmetric_sweep.sweep.plan.spec import UNLIMITED, PlanSpec
+from binmetric_sweep.sweep.plan.spec import BUDGET_SLACK, UNLIMITED, PlanSpec
 
 __all__ = ["ClassicalPlan", "classical_plan", "classical_sd"]
 
@@ -103,7 +103,7 @@ def classical_plan(name: str, spec: PlanSpec) -> ClassicalPlan:
         ok = np.isfinite(x) & (eps_of(x, _GRID) <= spec.eps)
         cost = np.where(ok, spec.cost(x, _GRID), np.inf)
         if spec.budget is not None:
-            cost = np.where(cost <= spec.budget * (1 + 1e-9), cost, np.inf)
+            cost = np.where(cost <= spec.budget * (1 + BUDGET_SLACK), cost, np.inf)
         if np.isfinite(cost).any():
             y = _refine(lambda g: _target_cost(eps_of, spec, g, uses_phi), _GRID[np.argmin(cost)])
             x = float(_least_phi(eps_of, np.array([y]), spec.eps)[0]) if uses_phi else 0.0

@@ -14,13 +14,15 @@ import numpy as np
 
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError, shown
-from binmetric_sweep.sweep.plan.exact import _Memo
+from binmetric_sweep.sweep.plan.exact import EpsMemo
 from binmetric_sweep.sweep.plan.pilot import read_pilot
-from binmetric_sweep.sweep.plan.relaxed import SolverSettings, _relax_with_kappa
-from binmetric_sweep.sweep.plan.report import EstimatorPlan, Plan, _message
-from binmetric_sweep.sweep.plan.search import _integer_plans
+from binmetric_sweep.sweep.plan.relaxed import SolverSettings, relax_with_kappa
+from binmetric_sweep.sweep.plan.report import EstimatorPlan, Plan, plan_message
+from binmetric_sweep.sweep.plan.search import integer_plans
 from binmetric_sweep.sweep.plan.simulate import simulate_tests
-from binmetric_sweep.sweep.plan.spec import _BUDGET_SLACK, PlanSpec, _spec, problems
+from binmetric_sweep.sweep.plan.spec import BUDGET_SLACK, PlanSpec, as_spec, problems
+
+__all__ = ["plan", "plan_estimators", "plan_grid"]
 
 
 def plan_grid(
@@ -49,15 +51,15 @@ def plan_grid(
     # with compiled programs kept for the next plan, as ``sweep run`` keeps them.
     jax.config.update("jax_enable_x64", True)
     use_compilation_cache(DEFAULT, strict=False)
-    specs = [_spec(s, f"scenarios[{i}]") for i, s in enumerate(scenarios)]
+    specs = [as_spec(s, f"scenarios[{i}]") for i, s in enumerate(scenarios)]
     if not specs:
         raise SweepError("scenarios: the list is empty; give at least one scenario")
     _check_replicates(replicates)
     p = problems(specs)
-    memo = _Memo(p, chunk_size, {})
+    memo = EpsMemo(p, chunk_size, {})
     n = len(specs)
-    relaxed, log_kappa = _relax_with_kappa(memo, settings)
-    result = _integer_plans(memo, specs, relaxed, log_kappa, frontier, settings)
+    relaxed, log_kappa = relax_with_kappa(memo, settings)
+    result = integer_plans(memo, specs, relaxed, log_kappa, frontier, settings)
 
     sizes = np.array([[result[r]["n_phi"], result[r]["n_m"]] for r in range(n)], np.int64)
     # The difference each plan is simulated at: its target where it reaches it, else the
@@ -85,8 +87,7 @@ def _reachable(spec: PlanSpec, got: dict) -> bool:
     """Whether the integer plan ``got`` meets the scenario's target within its budget."""
     cost = float(spec.cost(got["n_phi"], got["n_m"]))
     return spec.eps is None or bool(
-        got["eps"] <= spec.eps
-        and (spec.budget is None or cost <= spec.budget * (1 + _BUDGET_SLACK))
+        got["eps"] <= spec.eps and (spec.budget is None or cost <= spec.budget * (1 + BUDGET_SLACK))
     )
 
 
@@ -106,7 +107,7 @@ def _plan_of(
 
     Args:
         spec: the scenario.
-        got: its integer plan (:func:`~binmetric_sweep.sweep.plan.search._integer_plans`).
+        got: its integer plan (:func:`~binmetric_sweep.sweep.plan.search.integer_plans`).
         z: z₁₋γ/₂ + z_power.
         tested: the difference the simulation tested.
         checks: the simulation's power, its MCSE, type-I rate and its MCSE (NaN: not run).
@@ -139,7 +140,7 @@ def _plan_of(
         replicates=int(replicates),
         seed=int(seed),
         frontier=got.get("frontier", ()),
-        message=_message(spec, x, y, cost, e, reachable, alone, unlimited, floor),
+        message=plan_message(spec, x, y, cost, e, reachable, alone, unlimited, floor),
         estimator=estimator,
     )
 
@@ -214,7 +215,7 @@ def plan(
         cost_metric=cost_metric,
         n_rho_eta=n_rho_eta,
     )
-    spec = _spec(fields)
+    spec = as_spec(fields)
     if estimator == "bayes":
         answer = plan_grid(
             [spec], replicates=replicates, seed=seed, frontier=frontier, chunk_size=chunk_size
@@ -285,7 +286,7 @@ def plan_estimators(
 
     jax.config.update("jax_enable_x64", True)
     use_compilation_cache(DEFAULT, strict=False)
-    spec = _spec(spec)
+    spec = as_spec(spec)
     _check_replicates(replicates)
     rows = []
     for name in names:

@@ -13,8 +13,10 @@ import numpy as np
 
 from binmetric_sweep.sweep.config import MAX_SIZE
 from binmetric_sweep.sweep.lanes import require_float64
-from binmetric_sweep.sweep.plan.exact import _Memo, _memo_eps
+from binmetric_sweep.sweep.plan.exact import EpsMemo
 from binmetric_sweep.sweep.plan.spec import Problems
+
+__all__ = ["Relaxed", "SolverSettings", "relax_with_kappa", "relaxed_sd", "solve_relaxed"]
 
 
 def _beta_var(a, b):
@@ -81,10 +83,18 @@ class SolverSettings(NamedTuple):
     max_penalty: float = 1e5
 
 
-class _Relaxed(NamedTuple):
-    n_phi: np.ndarray  # (S,) real N_Φ
-    n_m: np.ndarray  # (S,) real N_M
-    constraint: np.ndarray  # (S,) log-σ or log-cost excess at the solution (≤ 0: met)
+class Relaxed(NamedTuple):
+    """The relaxed plans of S scenarios (:func:`solve_relaxed`).
+
+    Attributes:
+        n_phi: ``(S,)`` real N_Φ.
+        n_m: ``(S,)`` real N_M.
+        constraint: ``(S,)`` log-σ or log-cost excess at the solution (≤ 0: met).
+    """
+
+    n_phi: np.ndarray
+    n_m: np.ndarray
+    constraint: np.ndarray
 
 
 def _bounds(p: Problems):
@@ -164,7 +174,7 @@ def _solver(settings: SolverSettings):
         z0 = jnp.clip(start, lower, upper)
         init = (z0, optimizer.init(z0), jnp.zeros(()), jnp.asarray(settings.penalty))
         (z, _, _, _), _ = jax.lax.scan(outer, init, None, length=settings.outer)
-        return _Relaxed(jnp.expm1(z[0]), jnp.expm1(z[1]), _terms(z, p, log_kappa)[1])
+        return Relaxed(jnp.expm1(z[0]), jnp.expm1(z[1]), _terms(z, p, log_kappa)[1])
 
     return jax.jit(jax.vmap(one))
 
@@ -180,7 +190,7 @@ def solve_relaxed(
     log_kappa=None,
     start=None,
     settings: SolverSettings | None = None,
-) -> _Relaxed:
+) -> Relaxed:
     """The relaxed plans of S scenarios: real (N_Φ, N_M), in one jitted call.
 
     Target mode minimises log cost subject to log σ̃ + log κ ≤ log σ_target;
@@ -216,11 +226,16 @@ def solve_relaxed(
     out = _solver(settings or SolverSettings())(
         Problems(*(pad(x) for x in jp)), pad(log_kappa), jnp.moveaxis(pad(start), 0, -1)
     )
-    return _Relaxed(*(np.asarray(x)[:s] for x in out))
+    return Relaxed(*(np.asarray(x)[:s] for x in out))
 
 
-def _relax_with_kappa(memo: _Memo, settings: SolverSettings | None) -> tuple[_Relaxed, np.ndarray]:
-    """Relax, measure κ with the exact quadrature at the rounded optimum, relax again with it.
+def relax_with_kappa(memo: EpsMemo, settings: SolverSettings | None) -> tuple[Relaxed, np.ndarray]:
+    """Relax, measure κ with the exact quadrature at the rounded optimum, relax again with it
+    (the planner's first stage, :func:`sweep.plan.plan_grid`).
+
+    Args:
+        memo: the call's scenarios and exact evaluations (extended in place).
+        settings: the solver's settings (None: :class:`SolverSettings`).
 
     Returns:
         The second relaxed solution, and ``(S,)`` log κ (0 where it cannot be measured:
@@ -231,7 +246,7 @@ def _relax_with_kappa(memo: _Memo, settings: SolverSettings | None) -> tuple[_Re
     relaxed = solve_relaxed(p, settings=settings)
     x0 = np.maximum(np.round(relaxed.n_phi), np.where(p.shared, 1, 0)).astype(int)
     y0 = np.round(relaxed.n_m).astype(int)
-    sd0 = _memo_eps(memo, np.arange(n), x0, y0) / (math.sqrt(2.0) * p.z)
+    sd0 = memo.eps(np.arange(n), x0, y0) / (math.sqrt(2.0) * p.z)
     log_kappa = np.log(sd0) - np.log(relaxed_sd(x0, y0, p, np))
     log_kappa = np.where(np.isfinite(log_kappa) & ((x0 > 0) | (y0 > 0)), log_kappa, 0.0)
     return solve_relaxed(p, log_kappa, settings=settings), log_kappa

@@ -12,6 +12,19 @@ from typing import NamedTuple
 from binmetric_sweep.sweep.plan.pilot import Pilot
 from binmetric_sweep.sweep.plan.spec import PlanSpec
 
+__all__ = [
+    "HOLDS_MCSE",
+    "PER_SYSTEM",
+    "EstimatorPlan",
+    "FrontierPoint",
+    "Plan",
+    "estimators_json",
+    "estimators_text",
+    "plan_message",
+    "plan_table",
+    "plans_json",
+]
+
 #: How far (in Monte Carlo SEs) a simulated power or type-I rate may miss its promise
 #: before a plan is said not to hold.
 HOLDS_MCSE = 2.0
@@ -141,8 +154,17 @@ class Plan:
         return out
 
 
-def _message(spec: PlanSpec, n_phi, n_m, cost, eps, reachable, alone, unlimited, floor) -> str:
-    """One or two plain sentences on what the plan means."""
+def plan_message(spec: PlanSpec, n_phi, n_m, cost, eps, reachable, alone, unlimited, floor) -> str:
+    """:attr:`Plan.message`: one or two plain sentences on what the plan means.
+
+    Args:
+        spec: the scenario.
+        n_phi, n_m, cost, eps: the plan's sizes, cost and ε.
+        reachable: whether it meets the target within the budget.
+        alone: the least N_Φ meeting the target without metric ratings (None: none does).
+        unlimited: the least N_Φ meeting it with unlimited metric ratings (None: none does).
+        floor: the least ε the budget reaches with unlimited metric ratings (None: no budget).
+    """
     parts = []
     if spec.eps is not None:
         alone_text = (

@@ -7,10 +7,12 @@ import math
 
 import numpy as np
 
-from binmetric_sweep.sweep.plan.exact import _Memo, _memo_eps
-from binmetric_sweep.sweep.plan.relaxed import SolverSettings, _Relaxed, relaxed_sd, solve_relaxed
+from binmetric_sweep.sweep.plan.exact import EpsMemo
+from binmetric_sweep.sweep.plan.relaxed import Relaxed, SolverSettings, relaxed_sd, solve_relaxed
 from binmetric_sweep.sweep.plan.report import FrontierPoint
-from binmetric_sweep.sweep.plan.spec import _BUDGET_SLACK, UNLIMITED, PlanSpec, Problems, problems
+from binmetric_sweep.sweep.plan.spec import BUDGET_SLACK, UNLIMITED, PlanSpec, Problems, problems
+
+__all__ = ["integer_plans"]
 
 #: N_M around the relaxed optimum tried on integers: y*·2^(k/4), k = −3…3.
 _NEAR = 2.0 ** (np.arange(-3, 4) / 4.0)
@@ -42,7 +44,7 @@ def _surrogate_root(p: Problems, index, axis, fixed, log_kappa) -> np.ndarray:
 
 
 def _least_sizes(
-    memo: _Memo, index, axis, fixed, log_kappa, metric_tol: float = 2e-3, max_rounds: int = 40
+    memo: EpsMemo, index, axis, fixed, log_kappa, metric_tol: float = 2e-3, max_rounds: int = 40
 ):
     """Least integer size on ``axis`` meeting each lane's target, the other size fixed.
 
@@ -103,7 +105,7 @@ def _least_sizes(
         sizes = np.array([g for _, g in points], np.int64)
         n_phi = np.where(axis[lanes] == 0, sizes, fixed[lanes])
         n_m = np.where(axis[lanes] == 0, fixed[lanes], sizes)
-        eps = _memo_eps(memo, index[lanes], n_phi, n_m)
+        eps = memo.eps(index[lanes], n_phi, n_m)
         for j, size, e, x, y in zip(lanes, sizes, eps, n_phi, n_m, strict=True):
             if e <= target[j]:
                 hi[j] = min(hi[j], size)
@@ -125,7 +127,7 @@ def _frontier_n_m(n_m_star: float, n_phi_star: float) -> np.ndarray:
     return np.array([0] + [v for v in series if lo <= v <= hi], np.int64)
 
 
-def _target_plans(memo: _Memo, rows: np.ndarray, relaxed: _Relaxed, log_kappa, frontier: bool):
+def _target_plans(memo: EpsMemo, rows: np.ndarray, relaxed: Relaxed, log_kappa, frontier: bool):
     """Integer target-mode plans of the scenarios ``rows``.
 
     Returns per row: (n_phi, n_m, eps, n_phi_alone, n_phi_unlimited, frontier points).
@@ -157,7 +159,7 @@ def _target_plans(memo: _Memo, rows: np.ndarray, relaxed: _Relaxed, log_kappa, f
     n_m = np.where(axis == 0, fixed, size)
     met = size <= UNLIMITED
     eps = np.full(len(index), np.inf)
-    eps[met] = _memo_eps(memo, index[met], n_phi[met], n_m[met])
+    eps[met] = memo.eps(index[met], n_phi[met], n_m[met])
     cost = p.cost_human[index] * n_phi + p.cost_metric[index] * n_m + p.fixed_cost[index]
     cost = np.where(met, cost, np.inf)
     out = []
@@ -189,13 +191,13 @@ def _affordable(p: Problems, r: int, n_m) -> tuple[np.ndarray, np.ndarray]:
     """For N_M tries, the most N_Φ the budget then buys, and the N_M its remainder buys."""
     spend = p.budget[r] - p.fixed_cost[r]
     n_m = np.minimum(np.asarray(n_m, float), UNLIMITED)
-    n_phi = np.floor((spend - p.cost_metric[r] * n_m) / p.cost_human[r] * (1 + _BUDGET_SLACK))
+    n_phi = np.floor((spend - p.cost_metric[r] * n_m) / p.cost_human[r] * (1 + BUDGET_SLACK))
     n_phi = np.clip(n_phi, 0, UNLIMITED)
-    rest = np.floor((spend - p.cost_human[r] * n_phi) / p.cost_metric[r] * (1 + _BUDGET_SLACK))
+    rest = np.floor((spend - p.cost_human[r] * n_phi) / p.cost_metric[r] * (1 + BUDGET_SLACK))
     return n_phi.astype(np.int64), np.clip(rest, 0, UNLIMITED).astype(np.int64)
 
 
-def _budget_plans(memo: _Memo, rows: np.ndarray, relaxed: _Relaxed):
+def _budget_plans(memo: EpsMemo, rows: np.ndarray, relaxed: Relaxed):
     """Integer budget-mode plans (least exact ε within the budget) of the scenarios ``rows``.
 
     Tries N_M = y*·2^(k/4) (k = −8…8), 0 and all-but-⌊N_Φ*⌋ on the budget line,
@@ -215,7 +217,7 @@ def _budget_plans(memo: _Memo, rows: np.ndarray, relaxed: _Relaxed):
         index = np.concatenate([np.full(len(x), r) for r, (x, _) in candidates.items()])
         n_phi = np.concatenate([x for x, _ in candidates.values()])
         n_m = np.concatenate([y for _, y in candidates.values()])
-        eps = _memo_eps(memo, index, n_phi, n_m)
+        eps = memo.eps(index, n_phi, n_m)
         out = {}
         for r in candidates:
             mine = np.flatnonzero(index == r)
@@ -234,7 +236,7 @@ def _budget_plans(memo: _Memo, rows: np.ndarray, relaxed: _Relaxed):
     around = 2.0 ** (np.arange(-4, 5) / 32.0)
     fine = best_of({r: tries(r, np.round(max(coarse[r][1], 1) * around)) for r in rows})
     ceiling = {r: _affordable(p, r, 0)[0] for r in rows}
-    floor = _memo_eps(memo, rows, [int(ceiling[r]) for r in rows], [UNLIMITED] * len(rows))
+    floor = memo.eps(rows, [int(ceiling[r]) for r in rows], [UNLIMITED] * len(rows))
     out = []
     for k, r in enumerate(rows):
         a, b = coarse[r], fine[r]
@@ -243,10 +245,10 @@ def _budget_plans(memo: _Memo, rows: np.ndarray, relaxed: _Relaxed):
     return out
 
 
-def _integer_plans(
-    memo: _Memo,
+def integer_plans(
+    memo: EpsMemo,
     specs: list[PlanSpec],
-    relaxed: _Relaxed,
+    relaxed: Relaxed,
     log_kappa: np.ndarray,
     frontier: bool,
     settings: SolverSettings | None,
@@ -257,6 +259,14 @@ def _integer_plans(
     Target plans first; a scenario without a target, or whose target plan costs more than
     its budget, then gets the budget plan (the least ε within the budget), from a relaxed
     solve in budget mode.
+
+    Args:
+        memo: the call's scenarios and exact evaluations (extended in place).
+        specs: the scenarios, as ``memo.p`` holds them.
+        relaxed: the relaxed optimum (:func:`~.relaxed.relax_with_kappa`).
+        log_kappa: ``(S,)`` log κ measured there.
+        frontier: also compute each target plan's frontier.
+        settings: the relaxed solver's settings (for the budget-mode solve).
     """
     p = memo.p
     n = len(specs)
@@ -271,12 +281,12 @@ def _integer_plans(
         for r in targets
         if specs[r].budget is not None
         and specs[r].cost(result[r]["n_phi"], result[r]["n_m"])
-        > specs[r].budget * (1 + _BUDGET_SLACK)
+        > specs[r].budget * (1 + BUDGET_SLACK)
     ]
     by_budget = np.array(sorted(set(np.flatnonzero(~p.by_target)) | set(over)), int)
     if len(by_budget):
         q = problems(specs, by_target=[r not in set(by_budget) for r in range(n)])
-        memo_b = _Memo(q, memo.chunk_size, memo.values)
+        memo_b = EpsMemo(q, memo.chunk_size, memo.values)
         relaxed_b = solve_relaxed(q, log_kappa, settings=settings)
         for r, (x, y, e, floor) in zip(
             by_budget, _budget_plans(memo_b, by_budget, relaxed_b), strict=True
@@ -285,5 +295,5 @@ def _integer_plans(
     for r in np.flatnonzero(p.by_target):  # the floor of a target plan that fits its budget
         if specs[r].budget is not None and "floor" not in result[r]:
             ceiling = _affordable(p, r, 0)[0]
-            result[r]["floor"] = float(_memo_eps(memo, [r], [ceiling], [UNLIMITED])[0])
+            result[r]["floor"] = float(memo.eps([r], [ceiling], [UNLIMITED])[0])
     return result

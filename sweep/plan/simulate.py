@@ -9,8 +9,10 @@ from statistics import NormalDist
 
 import numpy as np
 
-from binmetric_sweep.sweep.plan.exact import _designs, _first, _lane_bucket, _pad
+from binmetric_sweep.sweep.plan.exact import scenario_designs
 from binmetric_sweep.sweep.plan.spec import PlanSpec, problems
+
+__all__ = ["simulate_tests"]
 
 
 def _words(spec: PlanSpec, role: str) -> np.ndarray:
@@ -68,17 +70,12 @@ def simulate_tests(
     lane_alpha = np.repeat(rates.reshape(-1), r)
     lane_words = np.repeat(words.reshape(-1, 2), r, axis=0)
     replicate = np.tile(np.arange(r), 3 * s)
-    k = len(index)
-    size = _lane_bucket(k)
-    index, lane_alpha, lane_words, replicate = (
-        _pad(v, size) for v in (index, lane_alpha, lane_words, replicate)
-    )
     keys = lane_keys(seed, lane_words, replicate)
-    designs = _designs(p, index, np.asarray(n_phi)[index], np.asarray(n_m)[index], lane_alpha)
-    counts = _first(lane_counts(designs, keys, "sampled"), k)
+    n_phi, n_m = np.asarray(n_phi)[index], np.asarray(n_m)[index]
+    counts = lane_counts(scenario_designs(p, index, n_phi, n_m, lane_alpha), keys, "sampled")
     if estimator == "bayes":
         schedule = schedule_for(chunk_size=chunk_size)
-        fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule).fits
+        fits = fit_lanes(counts, keys, "quadrature", schedule=schedule).fits
         mean, sd = np.asarray(fits.post_mean), np.asarray(fits.post_sd)
     else:
         from binmetric_sweep.kernels.estimators import CLASSICAL

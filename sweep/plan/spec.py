@@ -25,12 +25,23 @@ from pydantic import (
 from binmetric_sweep.sweep.config import MAX_SIZE
 from binmetric_sweep.sweep.errors import SweepError, shown
 
+__all__ = [
+    "BUDGET_SLACK",
+    "UNLIMITED",
+    "PlanSpec",
+    "Problems",
+    "as_spec",
+    "flag_spec",
+    "load_plan_grid",
+    "problems",
+]
+
 #: N_M standing for "unlimited metric ratings" (the largest size a sweep accepts).
 UNLIMITED = MAX_SIZE
 
 
 #: Relative slack when comparing a cost with the budget (decimal prices in binary floats).
-_BUDGET_SLACK = 1e-9
+BUDGET_SLACK = 1e-9
 
 
 class PlanSpec(BaseModel):
@@ -168,7 +179,7 @@ def flag_spec(given: dict) -> PlanSpec:
     return _validated(given, lambda field: f"--{field.replace('_', '-')}")
 
 
-def _spec(source: PlanSpec | dict, where: str = "") -> PlanSpec:
+def as_spec(source: PlanSpec | dict, where: str = "") -> PlanSpec:
     """A validated :class:`PlanSpec`; errors become one-line :class:`SweepError` naming the
     field as an argument (``rho: 1.2 is out of range; allowed: [0, 1]``), or, with
     ``where``, as a key of that scenario (``scenarios[1].rho: …``). An unknown key is named
@@ -210,7 +221,7 @@ def load_plan_grid(source: str | pathlib.Path | list) -> list[PlanSpec]:
             "--grid: the file must hold a non-empty list of scenarios, each a mapping of "
             + ", ".join(PlanSpec.model_fields)
         )
-    return [_spec(s, f"scenarios[{i}]") for i, s in enumerate(source)]
+    return [as_spec(s, f"scenarios[{i}]") for i, s in enumerate(source)]
 
 
 class Problems(NamedTuple):

@@ -102,6 +102,39 @@ def reference_eps(specs, index, n_phi, n_m) -> np.ndarray:
     return np.where((n_phi == 0) & (n_m == 0), 1.0, eps)[:k]
 
 
+def test_a_sweep_and_the_planner_make_a_configuration_s_design_alike():
+    """One builder, :func:`sweep.lanes.lane_designs`: a sweep's configuration and the plan
+    scenario with the same rates, sizes and paired design (shared, a separate set of 150
+    items, known) give the same lanes' Design, field for field and dtype for dtype; a lane
+    both shared and known is refused."""
+    from binmetric_sweep.sweep.config import load_sweep
+    from binmetric_sweep.sweep.grid import expand_grid
+    from binmetric_sweep.sweep.lanes import lane_designs
+    from binmetric_sweep.sweep.plan.exact import scenario_designs
+    from binmetric_sweep.sweep.shards import _designs
+
+    paired = ["n_phi", "[150]", "known"]
+    blocks = "".join(
+        f"  - {{alpha: [0.6], rho: [0.8], eta: [0.7], n_phi: [200], n_rho_eta: {n}, n_m: [900]}}\n"
+        for n in paired
+    )
+    text = f"name: designs\ncounts: sampled\nreplicates: 2\nmethod: quadrature\ngrid:\n{blocks}"
+    configurations = expand_grid(load_sweep(text))
+    assert len(configurations) == 3
+    from_sweep = _designs(configurations, 2)
+    scenarios = [
+        spec(alpha=0.6, rho=0.8, eta=0.7, eps=0.05, n_rho_eta=n) for n in ("shared", 150, "known")
+    ]
+    index = np.repeat(np.arange(3), 2)
+    from_plan = scenario_designs(problems(scenarios), index, np.full(6, 200), np.full(6, 900))
+    for name, a, b in zip(Design._fields, from_sweep, from_plan, strict=True):
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    assert from_plan.n_rho_eta.tolist() == [200.0] * 2 + [150.0] * 2 + [0.0] * 2
+    with pytest.raises(ValueError, match="both shared and known"):
+        lane_designs(0.5, 0.8, 0.8, [10], [10], shared_paired=True, rho_eta_known=True)
+
+
 def least_by_bisection(specs, index, n_m, lo, hi, axis=0) -> np.ndarray:
     """For each lane, the least size on ``axis`` in (lo, hi] meeting the target (bisection;
     ``hi`` is checked and doubled until it meets it)."""
