@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from binmetric_sweep.kernels.estimators import ESTIMATOR_NAMES
+from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.columns import GRID_AXES, PROBABILITY_AXES, SIZE_AXES
 from binmetric_sweep.sweep.errors import SweepError, shown
 
@@ -35,6 +36,7 @@ __all__ = [
     "GridBlock",
     "SweepSpec",
     "load_sweep",
+    "paired_kind",
     "spec_digest",
     "spec_from_canonical",
 ]
@@ -243,6 +245,22 @@ def _shown(axis: AxisSpec) -> str:
     )
 
 
+#: The sweep file's spellings of ``n_rho_eta`` that are not sizes or a tie: the shared
+#: paired set (N_ρη = N_Φ, the default) and known ρ, η.
+SHARED_SPELLING = "n_phi"
+KNOWN_SPELLING = "known"
+
+
+def paired_kind(n_rho_eta: AxisSpec) -> PairedKind:
+    """The paired design a sweep file's ``n_rho_eta`` axis spells: ``n_phi`` the shared set,
+    ``known`` known ρ and η, sizes or a tie to another size axis a separate set."""
+    if n_rho_eta == SHARED_SPELLING:
+        return PairedKind.SHARED
+    if n_rho_eta == KNOWN_SPELLING:
+        return PairedKind.KNOWN
+    return PairedKind.SEPARATE
+
+
 class GridBlock(_Strict):
     """One block of the grid: the Cartesian product of its axes (ties follow their axis).
 
@@ -270,7 +288,7 @@ class GridBlock(_Strict):
         ties = [field for field in AXES if isinstance(getattr(self, field), str)]
         for field in ties:  # every name first, so that a chain below follows only axes
             value = getattr(self, field)
-            if value == "known":
+            if value == KNOWN_SPELLING:
                 if field != "n_rho_eta":
                     raise SweepError(
                         f"grid.{field}: 'known' applies only to n_rho_eta; give values or "
@@ -286,12 +304,12 @@ class GridBlock(_Strict):
                     f"allowed: {allowed}{extra}"
                 )
         for field in ties:
-            if getattr(self, field) == "known":
+            if getattr(self, field) == KNOWN_SPELLING:
                 continue
             chain = [field]
             while isinstance(getattr(self, chain[-1]), str):
                 target = getattr(self, chain[-1])
-                if target == "known":
+                if target == KNOWN_SPELLING:
                     raise SweepError(f"grid.{field}: tied to n_rho_eta, which is 'known'")
                 if target in chain:
                     raise SweepError(
@@ -299,7 +317,7 @@ class GridBlock(_Strict):
                         "one axis of a tie must have values"
                     )
                 chain.append(target)
-        if self.n_rho_eta in ("n_phi", "known") and self.psi != "alpha":
+        if not self.paired.separate and self.psi != "alpha":
             raise SweepError(
                 f"grid.psi: {_shown(self.psi)} applies only to a separate paired set; with "
                 f"n_rho_eta {self.n_rho_eta!r} the share of adequate paired items is α "
@@ -307,12 +325,17 @@ class GridBlock(_Strict):
             )
         return self
 
+    @property
+    def paired(self) -> PairedKind:
+        """The block's paired design (:func:`paired_kind` of its ``n_rho_eta``)."""
+        return paired_kind(self.n_rho_eta)
+
     def resolved(self, field: str) -> tuple[float, ...] | None:
         """The values an axis takes, following ties; None for a known n_rho_eta."""
+        if field == "n_rho_eta" and self.paired.known:
+            return None  # no axis can be tied to a known n_rho_eta (_check_ties)
         value = getattr(self, field)
         while isinstance(value, str):
-            if value == "known":
-                return None
             value = getattr(self, value)
         return value
 

@@ -14,6 +14,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 
+from binmetric_sweep.kernels.paired import PairedKind, separate
 from binmetric_sweep.sweep.columns import CONFIG_COLUMNS
 from binmetric_sweep.sweep.config import AXES, SweepSpec
 from binmetric_sweep.sweep.errors import SweepError
@@ -26,16 +27,14 @@ __all__ = ["CONFIG_COLUMNS", "DEFAULT_MAX_CONFIGURATIONS", "expand_grid", "confi
 DEFAULT_MAX_CONFIGURATIONS = 5_000_000
 
 
-def config_id(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: str) -> int:
+def config_id(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKind) -> int:
     """The 63-bit identifier of one configuration (a hash of its canonical values).
 
-    ``paired`` is "shared", "separate" or "known"; ``n_rho_eta`` and ``psi``
-    enter only for a separate paired set, where they mean something.
+    ``paired`` is the configuration's paired design; ``n_rho_eta`` and ``psi`` enter
+    only for a separate paired set, where they mean something
+    (:meth:`kernels.paired.PairedDesign.id_text`).
     """
-    if paired == "separate":
-        tail = f"separate|{int(n_rho_eta)}|{psi!r}"
-    else:
-        tail = paired
+    tail = separate(n_rho_eta, psi).id_text() if paired.separate else paired.value
     text = f"{alpha!r}|{rho!r}|{eta!r}|{int(n_phi)}|{int(n_m)}|{tail}"
     digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & (2**63 - 1)
@@ -52,21 +51,24 @@ def _block_table(block) -> pd.DataFrame:
     grids = np.meshgrid(*(np.asarray(getattr(block, a)) for a in free), indexing="ij")
     columns = {a: g.ravel() for a, g in zip(free, grids, strict=True)}
     n = len(next(iter(columns.values())))
+    paired = block.paired
     for axis in AXES:
         if axis in columns:
             continue
+        if axis == "n_rho_eta" and paired.known:  # no axis is tied to it (config's _check_ties)
+            columns[axis] = np.zeros(n)
+            continue
         target = getattr(block, axis)
-        while isinstance(target, str) and target not in columns and target != "known":
+        while target not in columns:
             target = getattr(block, target)
-        columns[axis] = columns[target] if target != "known" else np.zeros(n)
-    known = block.n_rho_eta == "known"
-    shared = block.n_rho_eta == "n_phi"
+        columns[axis] = columns[target]
     table = pd.DataFrame({a: columns[a] for a in AXES})
-    if shared:
+    if paired.shared:
         table["n_rho_eta"] = table["n_phi"]
         table["psi"] = table["alpha"]
-    table["rho_eta_known"] = known
-    table["shared_paired"] = shared
+    table["rho_eta_known"] = paired.known
+    table["shared_paired"] = paired.shared
+    table["paired"] = paired
     return table
 
 
@@ -88,10 +90,7 @@ def expand_grid(
             "max_configurations= in Python) if you mean it"
         )
     table = pd.concat([_block_table(b) for b in spec.grid], ignore_index=True)
-    paired = np.where(
-        table["rho_eta_known"], "known", np.where(table["shared_paired"], "shared", "separate")
-    )
-    rows = zip(*(table[a].to_numpy().tolist() for a in AXES), paired.tolist(), strict=True)
+    rows = zip(*(table[a].to_numpy().tolist() for a in AXES), table["paired"], strict=True)
     table["config_id"] = np.fromiter((config_id(*row) for row in rows), np.int64, len(table))
     table = table.drop_duplicates("config_id", ignore_index=True)
     for size in ("n_phi", "n_m"):

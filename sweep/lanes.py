@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from binmetric_sweep.kernels.counts import Counts, Design
+from binmetric_sweep.kernels.paired import PairedKind, flags_of_kinds
 from binmetric_sweep.sweep.programs import counts_program, keys_program
 from binmetric_sweep.sweep.schedule import bucket
 
@@ -45,8 +46,7 @@ def lane_designs(
     n_phi,
     n_m,
     *,
-    shared_paired,
-    rho_eta_known,
+    paired,
     n_rho_eta=0.0,
     psi=None,
 ) -> Design:
@@ -55,24 +55,26 @@ def lane_designs(
     (:mod:`sweep.plan`).
 
     Each argument is a scalar or a ``(B,)`` array (broadcast to B lanes): rates in [0, 1],
-    sizes as integer-valued numbers, the paired design as two bools. The paired fields
+    sizes as integer-valued numbers, the paired design ``paired`` as a
+    :class:`kernels.paired.PairedKind` or an array of them
+    (:func:`kernels.paired.kinds_of_flags` reads a table's two bools). The paired fields
     are set as the paired design has them, whatever was given for the others: a shared
-    paired set (``shared_paired``: the human-rated items are the paired ones) has
-    N_ρη = N_Φ and ψ = α; known ρ and η (``rho_eta_known``) have N_ρη = 0 (a null or NaN
-    is allowed there) and ψ = α; a separate paired set has ``n_rho_eta`` items, a share
-    ``psi`` of them adequate (default α). The counts depend on no field a design ignores,
-    so this changes no count.
+    paired set (the human-rated items are the paired ones) has N_ρη = N_Φ and ψ = α;
+    known ρ and η have N_ρη = 0 (a null or NaN is allowed there) and ψ = α; a separate
+    paired set has ``n_rho_eta`` items, a share ``psi`` of them adequate (default α). The
+    counts depend on no field a design ignores, so this changes no count. The Design's
+    bools ``shared_paired`` and ``rho_eta_known`` are the kinds'.
 
     Returns:
         ``(B,)`` float64 rates and sizes and bool flags.
 
     Raises:
-        ValueError: a lane both shared and known.
+        TypeError: ``paired`` holds something other than a PairedKind.
     """
-    shared = np.asarray(shared_paired, bool)
-    known = np.asarray(rho_eta_known, bool)
-    if np.any(shared & known):
-        raise ValueError("lane_designs: a lane's paired set cannot be both shared and known")
+    kinds = np.asarray(paired, object)
+    if not all(isinstance(k, PairedKind) for k in kinds.ravel()):
+        raise TypeError("lane_designs: paired must be PairedKind values (kernels.paired)")
+    shared, known = flags_of_kinds(kinds)
     alpha, rho, eta, n_phi, n_m, n_rho_eta, shared, known = np.broadcast_arrays(
         *(np.asarray(v, np.float64) for v in (alpha, rho, eta, n_phi, n_m, n_rho_eta)),
         shared,

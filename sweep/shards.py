@@ -30,6 +30,7 @@ import pyarrow as pa
 from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.estimators import REASONS, Estimate, posterior_estimate
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
+from binmetric_sweep.kernels.paired import kinds_of_flags
 from binmetric_sweep.kernels.summaries import (
     FitResults,
     SamplerHealth,
@@ -136,8 +137,7 @@ def _designs(configurations: pd.DataFrame, replicates: int) -> Design:
 
     return lane_designs(
         *(column(name) for name in ("alpha", "rho", "eta", "n_phi", "n_m")),
-        shared_paired=column("shared_paired", bool),
-        rho_eta_known=column("rho_eta_known", bool),
+        paired=kinds_of_flags(column("shared_paired", bool), column("rho_eta_known", bool)),
         n_rho_eta=column("n_rho_eta"),
         psi=column("psi"),
     )

@@ -44,10 +44,11 @@ def classical_sd(name: str, spec: PlanSpec, n_phi, n_m) -> np.ndarray:
     does not apply: no human ratings, no metric-only ones where it needs them, J ≤ 0)."""
     a, r, e = spec.alpha, spec.rho, spec.eta
     x, y = np.asarray(n_phi, float), np.asarray(n_m, float)
-    if spec.n_rho_eta == "shared":
+    paired = spec.paired
+    if paired.shared:
         n = x
-    else:  # a separate paired set of that size; none where ρ, η are known
-        n = np.full_like(x, float(spec.n_rho_eta) if isinstance(spec.n_rho_eta, int) else 0.0)
+    else:  # a separate paired set of that size; none (0) where ρ, η are known
+        n = np.full_like(x, float(paired.n_pair))
     p = a * r + (1 - a) * (1 - e)
     j = r + e - 1
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -56,11 +57,9 @@ def classical_sd(name: str, spec: PlanSpec, n_phi, n_m) -> np.ndarray:
         elif name == "judge_only":
             var = np.where(y > 0, p * (1 - p) / y, np.nan)
         elif name == "rogan_gladen":
-            rates = (
-                0.0 if spec.n_rho_eta == "known" else (a * r * (1 - r) + (1 - a) * e * (1 - e)) / n
-            )
+            rates = 0.0 if paired.known else (a * r * (1 - r) + (1 - a) * e * (1 - e)) / n
             var = np.where(
-                (y > 0) & (j > 0) & ((n > 0) | (spec.n_rho_eta == "known")),
+                (y > 0) & (j > 0) & ((n > 0) | paired.known),
                 (p * (1 - p) / y + rates) / j**2,
                 np.nan,
             )
@@ -97,7 +96,7 @@ def classical_plan(name: str, spec: PlanSpec) -> ClassicalPlan:
     """The plan of ``spec`` under the classical estimator ``name`` (module docstring)."""
     z = NormalDist().inv_cdf(1 - spec.gamma / 2) + NormalDist().inv_cdf(spec.power)
     eps_of = lambda x, y: math.sqrt(2.0) * z * classical_sd(name, spec, x, y)  # noqa: E731
-    uses_phi = name == "human_only" or (spec.n_rho_eta == "shared" and name != "judge_only")
+    uses_phi = name == "human_only" or (spec.paired.shared and name != "judge_only")
     if spec.eps is not None:
         x = _least_phi(eps_of, _GRID, spec.eps) if uses_phi else np.zeros_like(_GRID)
         ok = np.isfinite(x) & (eps_of(x, _GRID) <= spec.eps)
@@ -163,7 +162,7 @@ def _plan(name, spec, x, y, eps, reachable) -> ClassicalPlan:
 
 
 def _why(name: str, spec: PlanSpec) -> str:
-    if spec.n_rho_eta == "known" and name in ("ppi", "ppi_pp"):
+    if spec.paired.known and name in ("ppi", "ppi_pp"):
         return "no paired set (rho, eta known)"
     if name == "rogan_gladen" and spec.rho + spec.eta <= 1:
         return "judge no better than chance"

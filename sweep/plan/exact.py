@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from binmetric_sweep.kernels.counts import Design
+from binmetric_sweep.kernels.paired import kinds_of_flags
 from binmetric_sweep.kernels.quadrature import QuadratureRule
 from binmetric_sweep.kernels.summaries import epsilon
 from binmetric_sweep.sweep.plan.spec import Problems
@@ -36,8 +37,7 @@ def scenario_designs(p: Problems, index, n_phi, n_m, alpha=None) -> Design:
         p.eta[index],
         n_phi,
         n_m,
-        shared_paired=p.shared[index],
-        rho_eta_known=p.known[index],
+        paired=kinds_of_flags(p.shared[index], p.known[index]),
         n_rho_eta=p.n_pair[index],
     )
 

@@ -35,11 +35,11 @@ __all__ = ["frontier_figure", "plan_phrases", "plot_frontier"]
 def plan_phrases(spec: PlanSpec) -> list[str]:
     """Mathtext phrases for a planning scenario's settings (a :class:`PlanSpec`)."""
     phrases = [f"{SYMBOLS['alpha']} = {spec.alpha:g}"]
-    phrases += rate_phrases({"rho": spec.rho, "eta": spec.eta}, known=spec.n_rho_eta == "known")
-    if spec.n_rho_eta == "shared":
+    phrases += rate_phrases({"rho": spec.rho, "eta": spec.eta}, known=spec.paired.known)
+    if spec.paired.shared:
         phrases.append(r"$N_{\rho\eta} = N_\Phi$")
-    elif spec.n_rho_eta != "known":
-        phrases.append(f"{SYMBOLS['n_rho_eta']} = {format_size(spec.n_rho_eta)}")
+    elif spec.paired.separate:
+        phrases.append(f"{SYMBOLS['n_rho_eta']} = {format_size(spec.paired.n_rho_eta)}")
     phrases += [f"{SYMBOLS['gamma']} = {spec.gamma:g}", f"power {spec.power:g}"]
     phrases.append(f"cost {spec.cost_human:g} per human, {spec.cost_metric:g} per metric rating")
     if spec.budget is not None:

@@ -12,6 +12,7 @@ from typing import Literal
 import jax
 import numpy as np
 
+from binmetric_sweep.kernels.paired import PairedDesign
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.plan.exact import EpsMemo
@@ -156,7 +157,7 @@ def plan(
     gamma: float = 0.05,
     power: float = 0.8,
     cost_human: float = 1.0,
-    n_rho_eta: Literal["shared", "known"] | int = "shared",
+    n_rho_eta: Literal["shared", "known"] | int | PairedDesign = "shared",
     replicates: int = 400,
     seed: int = 0,
     frontier: bool = True,

@@ -133,7 +133,7 @@ class Plan:
         out += [
             f"plan per system{who}: N_Φ = {self.n_phi:,} human + N_M = {self.n_m:,} metric "
             "ratings"
-            + (f" (+ {s.n_rho_eta:,} paired)" if isinstance(s.n_rho_eta, int) else "")
+            + (f" (+ {s.paired.n_rho_eta:,} paired)" if s.paired.separate else "")
             + f": cost {self.cost:,.2f} (two systems {2 * self.cost:,.2f}), ε = "
             f"{self.eps:.5f} ({test})",
             self.message,
@@ -181,7 +181,7 @@ def plan_message(spec: PlanSpec, n_phi, n_m, cost, eps, reachable, alone, unlimi
             )
             if n_m == 0:
                 parts.append("Metric ratings do not lower the cost here.")
-            elif unlimited is not None and spec.n_rho_eta != "known":
+            elif unlimited is not None and not spec.paired.known:
                 parts.append(
                     f"Even unlimited metric ratings would need N_Φ ≥ {unlimited:,} (ρ and η are "
                     "learnt from the paired items, which caps what the metric can replace)."

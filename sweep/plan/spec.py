@@ -16,12 +16,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from binmetric_sweep.kernels.paired import KNOWN, SHARED, PairedDesign, separate
 from binmetric_sweep.sweep.config import MAX_SIZE
 from binmetric_sweep.sweep.errors import SweepError, shown
 
@@ -33,6 +35,7 @@ __all__ = [
     "as_spec",
     "flag_spec",
     "load_plan_grid",
+    "plan_paired",
     "problems",
 ]
 
@@ -42,6 +45,36 @@ UNLIMITED = MAX_SIZE
 
 #: Relative slack when comparing a cost with the budget (decimal prices in binary floats).
 BUDGET_SLACK = 1e-9
+
+
+#: ``sweep plan``'s spellings of the paired design (``--n-rho-eta``, a plan grid's
+#: ``n_rho_eta``) other than a number of separately paired items.
+PLAN_SPELLINGS = {"shared": SHARED, "known": KNOWN}
+
+
+def plan_paired(raw: Any) -> PairedDesign:
+    """The paired design ``sweep plan`` spells ``raw``: ``shared``, ``known`` or a number N
+    of separately paired items (an integer, or a string or float of one), from 1 to
+    :data:`MAX_SIZE`; their share of adequate items is the scenario's α. A
+    :class:`~kernels.paired.PairedDesign` without its own ψ is taken as it is.
+
+    Raises:
+        SweepError: anything else, in one line naming ``n_rho_eta`` and what is allowed.
+    """
+    if isinstance(raw, PairedDesign) and raw.psi is None:  # then checked as its spelling
+        raw = raw.n_rho_eta if raw.separate else raw.kind.value
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw = int(raw)
+    elif isinstance(raw, float) and math.isfinite(raw) and raw == int(raw):
+        raw = int(raw)
+    if isinstance(raw, str) and raw in PLAN_SPELLINGS:
+        return PLAN_SPELLINGS[raw]
+    if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= MAX_SIZE:
+        return separate(raw)
+    raise SweepError(
+        f"n_rho_eta: {shown(raw)} is not allowed; give 'shared', 'known' or a number of "
+        f"paired items from 1 to {MAX_SIZE:,}"
+    )
 
 
 class PlanSpec(BaseModel):
@@ -59,7 +92,8 @@ class PlanSpec(BaseModel):
         cost_metric: price of one metric rating (> 0).
         n_rho_eta: "shared" (the human-rated items are the paired ones),
             "known" (ρ and η are known numbers), or N ≥ 1 separately paired
-            items (share of adequate ones α; they cost cost_human·N).
+            items (share of adequate ones α; they cost cost_human·N), as given;
+            :attr:`paired` is the design it spells (:func:`plan_paired`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -74,6 +108,7 @@ class PlanSpec(BaseModel):
     cost_human: float = Field(1.0, gt=0.0, allow_inf_nan=False)
     cost_metric: float = Field(gt=0.0, allow_inf_nan=False)
     n_rho_eta: Literal["shared", "known"] | int = "shared"
+    _paired: PairedDesign = PrivateAttr(SHARED)
 
     @field_validator(
         "alpha", "rho", "eta", "eps", "budget", "gamma", "power", "cost_human", "cost_metric",
@@ -88,22 +123,13 @@ class PlanSpec(BaseModel):
 
     @field_validator("n_rho_eta", mode="before")
     @classmethod
-    def _paired(cls, raw: Any) -> Any:
-        if isinstance(raw, str) and raw.strip().isdigit():
-            raw = int(raw)
-        elif isinstance(raw, float) and math.isfinite(raw) and raw == int(raw):
-            raw = int(raw)
-        if raw in ("shared", "known") or (
-            isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= MAX_SIZE
-        ):
-            return raw
-        raise SweepError(
-            f"n_rho_eta: {shown(raw)} is not allowed; give 'shared', 'known' or a number of "
-            f"paired items from 1 to {MAX_SIZE:,}"
-        )
+    def _spelling(cls, raw: Any) -> Any:
+        paired = plan_paired(raw)  # the field keeps the spelling (it seeds the simulations)
+        return paired.n_rho_eta if paired.separate else paired.kind.value
 
     @model_validator(mode="after")
     def _check(self) -> PlanSpec:
+        self._paired = plan_paired(self.n_rho_eta)
         if self.eps is None and self.budget is None:
             raise SweepError("eps, budget: give a target difference eps, a budget, or both")
         if self.budget is not None and self.budget <= self.fixed_cost():
@@ -113,9 +139,14 @@ class PlanSpec(BaseModel):
             )
         return self
 
+    @property
+    def paired(self) -> PairedDesign:
+        """The scenario's paired design (ψ = α for a separate set)."""
+        return self._paired
+
     def fixed_cost(self) -> float:
         """The cost of a separate paired set (0 when shared or known)."""
-        return self.cost_human * self.n_rho_eta if isinstance(self.n_rho_eta, int) else 0.0
+        return self.cost_human * self.paired.n_pair if self.paired.separate else 0.0
 
     def cost(self, n_phi, n_m):
         """cost_human·N_Φ + cost_metric·N_M + the fixed cost (NumPy or float)."""
@@ -279,9 +310,9 @@ def problems(specs: Sequence[PlanSpec], by_target: Sequence[bool] | None = None)
         alpha=col(lambda s: s.alpha),
         rho=col(lambda s: s.rho),
         eta=col(lambda s: s.eta),
-        n_pair=col(lambda s: s.n_rho_eta if isinstance(s.n_rho_eta, int) else 0),
-        shared=col(lambda s: s.n_rho_eta == "shared", bool),
-        known=col(lambda s: s.n_rho_eta == "known", bool),
+        n_pair=col(lambda s: s.paired.n_pair),
+        shared=col(lambda s: s.paired.shared, bool),
+        known=col(lambda s: s.paired.known, bool),
         cost_human=col(lambda s: s.cost_human),
         cost_metric=col(lambda s: s.cost_metric),
         fixed_cost=col(lambda s: s.fixed_cost()),

@@ -87,11 +87,11 @@ def reference_eps(specs, index, n_phi, n_m) -> np.ndarray:
         rho=np.array([x.rho for x in s]),
         eta=np.array([x.eta for x in s]),
         n_phi=np.asarray(n_phi, float),
-        n_rho_eta=np.array([x.n_rho_eta if isinstance(x.n_rho_eta, int) else 0 for x in s], float),
+        n_rho_eta=np.array([x.paired.n_pair for x in s], float),
         psi=alpha,
         n_m=np.asarray(n_m, float),
-        shared_paired=np.array([x.n_rho_eta == "shared" for x in s]),
-        rho_eta_known=np.array([x.n_rho_eta == "known" for x in s]),
+        shared_paired=np.array([x.paired.shared for x in s]),
+        rho_eta_known=np.array([x.paired.known for x in s]),
     )
     keys = lane_keys(1, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))
     counts = jax.tree.map(lambda v: v[:k], lane_counts(designs, keys, "expected"))
@@ -107,6 +107,7 @@ def test_a_sweep_and_the_planner_make_a_configuration_s_design_alike():
     scenario with the same rates, sizes and paired design (shared, a separate set of 150
     items, known) give the same lanes' Design, field for field and dtype for dtype; a lane
     both shared and known is refused."""
+    from binmetric_sweep.kernels.paired import kinds_of_flags
     from binmetric_sweep.sweep.config import load_sweep
     from binmetric_sweep.sweep.grid import expand_grid
     from binmetric_sweep.sweep.lanes import lane_designs
@@ -132,7 +133,9 @@ def test_a_sweep_and_the_planner_make_a_configuration_s_design_alike():
         np.testing.assert_array_equal(a, b, err_msg=name)
     assert from_plan.n_rho_eta.tolist() == [200.0] * 2 + [150.0] * 2 + [0.0] * 2
     with pytest.raises(ValueError, match="both shared and known"):
-        lane_designs(0.5, 0.8, 0.8, [10], [10], shared_paired=True, rho_eta_known=True)
+        lane_designs(0.5, 0.8, 0.8, [10], [10], paired=kinds_of_flags(True, True))
+    with pytest.raises(TypeError, match="PairedKind"):
+        lane_designs(0.5, 0.8, 0.8, [10], [10], paired="shared")
 
 
 def least_by_bisection(specs, index, n_m, lo, hi, axis=0) -> np.ndarray:
