@@ -32,8 +32,8 @@ def test_the_kernel_runs_the_leapfrog_loops_chains_in_blocks():
     z = jnp.full((40, 2), 0.5)
     # The kernel takes (L,) arrays only: the scales as one array a coordinate. Two
     # coordinates and trees of at most 5 doublings: the interpreted program's compile
-    # grows with both (12 s here, 40 s with three and 10; the model's three
-    # coordinates are lowered for Triton below).
+    # grows with both (docs/performance.md; the model's three coordinates are
+    # lowered for Triton below).
     common = (
         (tuple(scales.T),),
         make_sampler(

@@ -129,7 +129,7 @@ def test_nuts_is_deterministic_and_independent_of_batch():
     # after 100 transitions, which a trajectory's sensitivity amplifies).
     assert np.asarray(prefers_ridge(c)).all()
     # (sample_fits, not a vmap of sample_fit: vmapped, the chain's while loop
-    # selects its whole state every step, and took 105 s to compile.)
+    # selects its whole state every step, and compiles far longer: docs/performance.md.)
     on_cpu = resolve_loop(settings, "cpu")
     chosen = jax.jit(lambda k, c: sample_fits(jax.vmap(sampler_key)(k), c, on_cpu, 3))(keys, c)
     per_lane = summarize_draws(np.asarray(chosen.alpha), 0.95)

@@ -40,7 +40,7 @@ def spec(**fields) -> PlanSpec:
 
 
 # Twenty scenarios: the shared and a separate paired set (the 3-D posterior: three, as
-# each of its exact fits costs ~15 ms here; scripts/bench_plan.py checks more against
+# its exact fits are the dear ones (docs/performance.md); scripts/bench_plan.py checks more against
 # brute force) and known ρ, η (metric-only plans, a useless metric with ρ + η = 1, dear
 # metrics).
 SCENARIOS = [

@@ -133,7 +133,7 @@ def test_generic_readers_and_metadata(tiny_run):
 
 def test_a_shard_computed_in_process_names_its_host_without_importing_ray(monkeypatch):
     # Where Ray is not imported it cannot be running: asking it would import it
-    # (about 0.4 s, and Ray loaded into a process that never uses it).
+    # (an import that costs start-up time, and Ray loaded into a process that never uses it).
     monkeypatch.delitem(sys.modules, "ray", raising=False)
     assert _node_name() == socket.gethostname()
     assert "ray" not in sys.modules
