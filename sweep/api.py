@@ -321,7 +321,7 @@ def status(out: str | Path) -> SweepStatus:
         nodes=dict(Counter(s.node for s in done)),
         devices=dict(Counter(s.device or "not recorded" for s in done)),
         loops=dict(Counter(s.loop or "not recorded" for s in done))
-        if store.spec.bayes and store.spec.method == "nuts"
+        if store.spec.has_posterior and store.spec.method == "nuts"
         else {},
     )
 

@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from binmetric_sweep.kernels.estimators import POSTERIOR, registered
 from binmetric_sweep.sweep.compile_cache import DEFAULT as DEFAULT_COMPILE_CACHE
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS
@@ -214,16 +215,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument(
         "--estimator",
-        default="bayes",
+        default=POSTERIOR.name,
         metavar="NAME",
-        help="bayes (the default: the posterior), a classical estimator (human_only, "
-        "judge_only, rogan_gladen, ppi, ppi_pp: its closed-form SE), or all: one table, "
+        help=f"{_estimators_listed('its closed-form SE')}, or all: one table, "
         "each plan simulated with its own estimator",
     )
     plan.add_argument("--json", action="store_true", help="one JSON object per scenario")
     _compare_parser(commands)
     plan.add_argument("-o", "--output", metavar="FILE.png", help="draw the frontier (needs --eps)")
     return parser
+
+
+def _estimators_listed(what: str) -> str:
+    """The registered estimators, as ``--estimator``'s help names them; ``what``: what the
+    others give."""
+    others = ", ".join(e.name for e in registered() if not e.posterior)
+    return (
+        f"{POSTERIOR.name} (the default: the posterior), a classical estimator ({others}: {what})"
+    )
 
 
 def _listed(values, default) -> str:
@@ -302,10 +311,9 @@ def _compare_parser(commands) -> None:
         )
     compare.add_argument(
         "--estimator",
-        default="bayes",
+        default=POSTERIOR.name,
         metavar="NAME",
-        help="bayes (the default: the posterior), a classical estimator (human_only, "
-        "judge_only, rogan_gladen, ppi, ppi_pp: its estimate per system, a z-test per pair), "
+        help=f"{_estimators_listed('its estimate per system, a z-test per pair')}, "
         "or all, side by side",
     )
     compare.add_argument("--json", action="store_true", help="print one JSON object")
@@ -478,6 +486,7 @@ def _plot(args) -> None:
 
 
 def _plan(args) -> int:
+    from binmetric_sweep.sweep.estimates import estimators_of_option
     from binmetric_sweep.sweep.plan import (
         flag_spec,
         load_plan_grid,
@@ -489,8 +498,10 @@ def _plan(args) -> int:
     from binmetric_sweep.sweep.plots import check_image_path
 
     given = {f: getattr(args, f) for f in PLAN_FIELDS if getattr(args, f) is not None}
+    chosen = estimators_of_option(args.estimator)
+    posterior_only = len(chosen) == 1 and chosen[0].posterior
     if args.grid is not None:
-        if args.estimator != "bayes":
+        if not posterior_only:
             raise SweepError("--estimator: plans one scenario given by flags, not --grid")
         flags = [f"--{f.replace('_', '-')}" for f in given] + ["-o"] * bool(args.output)
         flags += ["--pilot"] * (args.pilot is not None)
@@ -511,10 +522,7 @@ def _plan(args) -> int:
         if required not in given:
             other = "--pilot FILE or --grid PLAN.yaml" if required != "cost_metric" else "--grid"
             raise SweepError(f"--{required.replace('_', '-')}: required (or give {other})")
-    from binmetric_sweep.sweep.estimates import estimator_names
-
-    names = estimator_names(args.estimator)
-    if names != ("bayes",):
+    if not posterior_only:
         if args.output:
             raise SweepError(
                 f"-o: draws the posterior's frontier; not with --estimator {args.estimator}"
@@ -524,7 +532,7 @@ def _plan(args) -> int:
 
         spec = flag_spec(given)
         _pilot_notes(pilot)
-        rows = plan_estimators(spec, names, replicates=args.replicates, seed=args.seed)
+        rows = plan_estimators(spec, chosen, replicates=args.replicates, seed=args.seed)
         if args.json:
             print(estimators_json(rows, pilot))
         else:
@@ -558,10 +566,10 @@ def _compare(args) -> None:
     )
 
     # Everything that can be refused is refused before the analysis runs.
-    from binmetric_sweep.sweep.estimates import estimator_names
+    from binmetric_sweep.sweep.estimates import estimators_of_option
     from binmetric_sweep.sweep.paths import check_out_dir
 
-    estimator_names(args.estimator)  # a misspelt --estimator is refused before -o is checked
+    estimators_of_option(args.estimator)  # a misspelt --estimator is refused before -o is checked
     if args.output:
         from binmetric_sweep.sweep.plots import check_image_path
 

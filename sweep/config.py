@@ -22,7 +22,12 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from binmetric_sweep.kernels.estimators import ESTIMATOR_NAMES
+from binmetric_sweep.kernels.estimators import (
+    POSTERIOR,
+    Estimator,
+    estimator_named,
+    estimator_names,
+)
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.columns import GRID_AXES, PROBABILITY_AXES, SIZE_AXES
 from binmetric_sweep.sweep.errors import SweepError, shown
@@ -357,7 +362,7 @@ class SweepSpec(_Strict):
     seed: int = Field(0, ge=0, lt=2**63)
     method: Literal["nuts", "quadrature"] = "nuts"
     sampler: SamplerSettings = SamplerSettings()
-    estimators: tuple[str, ...] = ("bayes",)
+    estimators: tuple[str, ...] = (POSTERIOR.name,)
     interval: float = Field(0.95, gt=0.0, lt=1.0)
     gamma: tuple[Annotated[float, Field(gt=0.0, lt=1.0)], ...] = (0.05,)
     power: tuple[Annotated[float, Field(ge=0.5, lt=1.0)], ...] = (0.5,)
@@ -382,19 +387,21 @@ class SweepSpec(_Strict):
     @field_validator("estimators", mode="before")
     @classmethod
     def _estimator_names(cls, raw: Any) -> Any:
-        """A name, a list of names or ``all`` → the names in :data:`ESTIMATOR_NAMES` order."""
-        allowed = f"allowed: {', '.join(ESTIMATOR_NAMES)}, or all"
+        """A name, a list of names or ``all`` → the registered names, in the registry's order
+        (:func:`kernels.estimators.estimator_names`)."""
+        registered = estimator_names()
+        allowed = f"allowed: {', '.join(registered)}, or all"
         names = [raw] if isinstance(raw, str) else raw
         if not isinstance(names, list | tuple) or not names:
             raise SweepError(f"estimators: {shown(raw)} is not a list of estimators; {allowed}")
         for name in names:
-            if name != "all" and name not in ESTIMATOR_NAMES:
+            if name != "all" and name not in registered:
                 raise SweepError(f"estimators: {shown(name)} is not an estimator; {allowed}")
         if "all" in names:
-            return ESTIMATOR_NAMES
+            return registered
         if len(set(names)) != len(names):
             raise SweepError(f"estimators: {shown(list(names))} names an estimator twice")
-        return tuple(name for name in ESTIMATOR_NAMES if name in names)
+        return tuple(name for name in registered if name in names)
 
     @field_validator("gamma", "power", mode="before")
     @classmethod
@@ -425,23 +432,28 @@ class SweepSpec(_Strict):
         """Configurations the grid makes before duplicates across blocks are removed."""
         return sum(block.size() for block in self.grid)
 
+    def estimator_values(self) -> tuple[Estimator, ...]:
+        """The sweep's estimators as registered values, in :attr:`estimators` order."""
+        return tuple(estimator_named(name) for name in self.estimators)
+
     @property
-    def bayes(self) -> bool:
-        """Whether the sweep computes the posterior (``bayes`` among its estimators)."""
-        return "bayes" in self.estimators
+    def has_posterior(self) -> bool:
+        """Whether the sweep computes the posterior (fits, by :attr:`method`)."""
+        return any(e.posterior for e in self.estimator_values())
 
     def canonical(self) -> dict:
         """The sweep as plain JSON-able data, defaults filled in (what identifies a sweep).
 
-        Without ``bayes``, ``method`` and ``sampler`` change no number and are
-        left out; with ``bayes`` alone, ``estimators`` is left out, so that a
-        sweep file written before the key existed keeps its digest.
+        Without the posterior, ``method`` and ``sampler`` change no number and
+        are left out; with the posterior alone (the default), ``estimators`` is
+        left out, so that a sweep file written before the key existed keeps its
+        digest.
         """
         data = self.model_dump(mode="json")
         data["sampler"] = {**data["sampler"], **_REMOVED_CANONICAL}
-        if list(self.estimators) == ["bayes"]:
+        if self.estimators == (POSTERIOR.name,):
             del data["estimators"]
-        elif not self.bayes:
+        elif not self.has_posterior:
             del data["method"], data["sampler"]
         return data
 

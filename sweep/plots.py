@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
+from binmetric_sweep.kernels.estimators import POSTERIOR, is_posterior
 from binmetric_sweep.sweep.columns import (
     INTEGER_COLUMNS,
     INTERVAL_VALUES,
@@ -168,13 +169,15 @@ def setting_phrases(frame: pd.DataFrame, shown: Collection[str] = ()) -> list[st
     has_estimator, estimator = fixed("estimator")
     phrases: list[str] = []
     if has_estimator and estimator is not None:
-        bayes = str(estimator) == "bayes" and method_text
-        phrases.append(f"bayes ({method_text})" if bayes else str(estimator))
+        bayes = is_posterior(str(estimator)) and method_text
+        phrases.append(f"{estimator} ({method_text})" if bayes else str(estimator))
         method_text = None
-    elif "estimator" in frame.columns and not (frame["estimator"].astype(str) == "bayes").any():
+    elif (
+        "estimator" in frame.columns and not frame["estimator"].astype(str).map(is_posterior).any()
+    ):
         method_text = None  # no posterior among the rows: the method computed none of them
     elif "estimator" in frame.columns and method_text:
-        method_text = f"bayes by {method_text}"
+        method_text = f"{POSTERIOR.name} by {method_text}"
     has_alpha, alpha = fixed("alpha")
     if has_alpha:
         phrases.append(f"{_symbol('alpha')} = {format_value(alpha)}")

@@ -11,7 +11,8 @@ a rule's calls apart). Programs:
 - :func:`gauss_hermite_program`, :func:`alpha_t_program`, :func:`t_outer_program`,
   :func:`hermite_t_program`: the cascade's rules that check themselves;
 - :func:`nuts_program`: NUTS for a call of fits;
-- :func:`estimators_program`: the classical estimators (:mod:`kernels.estimators`).
+- :func:`estimators_program`: the estimators with an estimate function
+  (:mod:`kernels.estimators`).
 
 A quadrature program is ``fn(lanes, n_valid=None)``; with a slice size it
 computes the lanes that many at a time (:func:`in_slices`), and only the slices
@@ -27,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from binmetric_sweep.kernels.counts import draw_counts, expected_counts, replicate_key
-from binmetric_sweep.kernels.estimators import CLASSICAL
+from binmetric_sweep.kernels.estimators import Estimator
 from binmetric_sweep.kernels.gauss_hermite import (
     AlphaTRule,
     LaplaceRule,
@@ -77,12 +78,12 @@ def counts_program(mode: str) -> ExportedProgram:
 
 
 @cache
-def estimators_program(names: tuple[str, ...], level: float) -> ExportedProgram:
-    """``fn(counts)``: each named classical estimator's :class:`kernels.estimators.Estimate`
-    of ``(B,)`` lanes, in the order of ``names``, at interval level ``level``."""
-    by_name = {e.name: e for e in CLASSICAL}
-    chosen = tuple(by_name[name] for name in names)
-    fn = jax.jit(lambda counts: tuple(e.estimate(counts, level) for e in chosen))
+def estimators_program(estimators: tuple[Estimator, ...], level: float) -> ExportedProgram:
+    """``fn(counts)``: each estimator's :class:`kernels.estimators.Estimate` of ``(B,)``
+    lanes, in the order of ``estimators`` (each with an estimate function), at interval
+    level ``level``."""
+    fn = jax.jit(lambda counts: tuple(e.estimate(counts, level) for e in estimators))
+    names = tuple(e.name for e in estimators)
     return ExportedProgram(fn, "estimators", (names, level))
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from binmetric_sweep.kernels.counts import Design
-from binmetric_sweep.kernels.estimators import REASONS, Estimate, posterior_estimate
+from binmetric_sweep.kernels.estimators import REASONS, Estimate, is_posterior, posterior_estimate
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.paired import kinds_of_flags
 from binmetric_sweep.kernels.summaries import (
@@ -212,7 +212,9 @@ def run_shard(
     nuts = resolve_loop(nuts_settings(spec), schedule.device)
     estimates: dict[str, Estimate] = {}
     fits, calls = None, ()
-    if spec.bayes:
+    chosen = spec.estimator_values()
+    posterior = next((e.name for e in chosen if e.posterior), None)
+    if posterior is not None:
         fits, info = fit_lanes(
             counts,
             keys,
@@ -231,13 +233,13 @@ def run_shard(
         finite = np.isfinite(fits.post_mean) & np.isfinite(fits.post_sd)
         finite &= np.isfinite(fits.ci_low) & np.isfinite(fits.ci_high)
         fits = fits._replace(post_mean=np.where(finite, fits.post_mean, np.nan))
-        estimates["bayes"] = posterior_estimate(
+        estimates[posterior] = posterior_estimate(
             fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high
         )
-    classical = tuple(name for name in spec.estimators if name != "bayes")
+    classical = tuple(e for e in chosen if not e.posterior)
     if classical:
         estimates.update(estimate_lanes(counts, classical, spec.interval, schedule))
-        if on_fits is not None and not spec.bayes:  # progress counts lanes, fitted or not
+        if on_fits is not None and posterior is None:  # progress counts lanes, fitted or not
             on_fits(len(replicate))
         lap("estimators")
     fits_table = _fits_table(configs, replicate, counts, estimates, fits)
@@ -246,7 +248,7 @@ def run_shard(
         np.asarray(v, np.float64).ravel()
         for v in np.meshgrid(spec.gamma, spec.power, indexing="ij")
     )
-    summaries = _summaries(configs, estimates, fits, r, gammas, powers)
+    summaries = _summaries(configs, estimates, posterior, fits, r, gammas, powers)
     lap("summaries")
     surface = _surface_table(spec, shard.index, configs, gammas, powers, summaries)
     lap("tables")
@@ -260,7 +262,7 @@ def run_shard(
         _node_name(),
         time.perf_counter() - start,
         device_name(),
-        nuts.loop if spec.bayes and spec.method == "nuts" else "",
+        nuts.loop if posterior is not None and spec.method == "nuts" else "",
         stages,
         rule_seconds,
     )
@@ -269,6 +271,7 @@ def run_shard(
 def _summaries(
     configs: pd.DataFrame,
     estimates: dict[str, Estimate],
+    posterior: str | None,
     fits: FitResults | None,
     replicates: int,
     gammas,
@@ -296,13 +299,13 @@ def _summaries(
         return jax.tree.map(lambda x: np.asarray(x)[k * len(rows) : k * len(rows) + c], tree)
 
     out: dict[str, tuple] = {}
-    if "bayes" in estimates:
-        bayes = Estimate(*(per_config(x) for x in estimates["bayes"]))
+    if posterior is not None:
+        bayes = Estimate(*(per_config(x) for x in estimates[posterior]))
         no_evidence = ((configs["n_phi"] == 0) & (configs["n_m"] == 0)).to_numpy()[rows]
         summary = summarize_estimates(alpha, bayes, gammas, no_evidence, powers)
         health = sampler_health(FitResults(*(per_config(x) for x in fits)), counted(bayes))
-        out["bayes"] = (host(summary), host(health))
-    classical = [name for name in estimates if name != "bayes"]
+        out[posterior] = (host(summary), host(health))
+    classical = [name for name in estimates if name != posterior]
     if classical:
         stacked = Estimate(
             *(
@@ -361,7 +364,7 @@ def _fits_table(configs, replicate, counts, estimates: dict[str, Estimate], fits
     for name in diagnostics:  # the posterior's; ``unsampled`` on the other estimators
         column = registered(FITS, name, "sampler")
         per_name = [
-            getattr(fits, name) if n == "bayes" else np.full(b, column.unsampled) for n in names
+            getattr(fits, name) if is_posterior(n) else np.full(b, column.unsampled) for n in names
         ]
         columns[name] = interleaved(per_name, column.numpy)
     finite = [
@@ -385,7 +388,7 @@ def _surface_table(
     columns = {name: np.repeat(values, e * g) for name, values in per_config.items()}
     columns["n_rho_eta"] = pd.array(np.repeat(configs["n_rho_eta"].to_numpy(), e * g), "Int64")
     columns["counts"] = [spec.counts] * n
-    columns["method"] = pd.array([spec.method if spec.bayes else None] * n, "string")
+    columns["method"] = pd.array([spec.method if spec.has_posterior else None] * n, "string")
     columns["replicates"] = np.full(n, spec.replicates, np.int32)
     columns["estimator"] = np.array(names, object)[np.tile(np.repeat(np.arange(e), g), c)]
     columns["gamma"] = np.tile(gammas, c * e)

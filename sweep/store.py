@@ -163,9 +163,9 @@ class Store:
             _META + "version": __version__,
             _META + "numbers_version": NUMBERS_VERSION,
             _META + "seed": str(self.spec.seed),
-            _META + "method": self.spec.method if self.spec.bayes else "",
+            _META + "method": self.spec.method if self.spec.has_posterior else "",
             _META + "sampler": json.dumps(
-                self.spec.sampler.model_dump() if self.spec.bayes else {}
+                self.spec.sampler.model_dump() if self.spec.has_posterior else {}
             ),
             _META + "estimators": ",".join(self.spec.estimators),
             _META + "shard": str(result.index),

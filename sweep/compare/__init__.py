@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from binmetric_sweep.kernels.estimators import POSTERIOR, Estimator
 from binmetric_sweep.sweep.compare.analysis import (
     Adjustment,
     Comparison,
@@ -24,7 +25,7 @@ from binmetric_sweep.sweep.compare.analysis import (
 from binmetric_sweep.sweep.compare.ratings import ratings_from_frame, read_ratings
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.estimates import estimator_names
+from binmetric_sweep.sweep.estimates import ALL, estimators_of_option
 
 __all__ = ["Comparison", "compare"]
 
@@ -44,7 +45,7 @@ def compare(
     annotators: str = "refuse",
     judges: str = "refuse",
     progress: bool = False,
-    estimator: str = "bayes",
+    estimator: str | Estimator = POSTERIOR.name,
 ) -> Comparison:
     """Compare the systems of a ratings file or DataFrame (one row per rated output, or per
     system with counts), as ``sweep compare``.
@@ -67,11 +68,12 @@ def compare(
     alike (:func:`~.ratings.ratings_from_frame`). ``progress`` shows the quadrature's
     stages on standard error.
 
-    ``estimator`` other than "bayes" (a classical one, or "all") gives, in
-    place of the posterior's tables, one row per (estimator, system) and one
-    per (estimator, pair) with its z-test (:mod:`~.by_estimator`); "all"
-    includes the posterior's rows. A pair an estimator cannot test has
-    ``significant`` NA (a nullable boolean column), not False.
+    ``estimator`` (a registered estimator or its name, or "all") other than the
+    posterior ("bayes") gives, in place of the posterior's tables, one row per
+    (estimator, system) and one per (estimator, pair) with its z-test
+    (:mod:`~.by_estimator`); "all" includes the posterior's rows. A pair an
+    estimator cannot test has ``significant`` NA (a nullable boolean column),
+    not False.
 
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
@@ -85,23 +87,25 @@ def compare(
         counts, reading = ratings_from_frame(ratings, **rules)
     else:
         counts, reading = read_ratings(ratings, **rules)
-    names = estimator_names(estimator)
-    if names != ("bayes",) and cost_metric is not None:
+    chosen = estimators_of_option(estimator)
+    posterior_only = len(chosen) == 1 and chosen[0].posterior
+    if not posterior_only and cost_metric is not None:
+        shown_as = estimator.name if isinstance(estimator, Estimator) else estimator
         raise SweepError(
-            f"--cost-metric: plans the posterior's ratings; not with --estimator {estimator}"
+            f"--cost-metric: plans the posterior's ratings; not with --estimator {shown_as}"
         )
     if len(counts) < 2:
         source = "ratings" if isinstance(ratings, pd.DataFrame) else os.fspath(ratings)
         only = f" ({counts['system'].iloc[0]!r})" if len(counts) else ""
         raise SweepError(f"{source}: a comparison needs two systems or more; it has one{only}")
-    if "bayes" not in names:
+    if not any(e.posterior for e in chosen):
         settings = {
             "rates": model.name,
             "gamma": float(gamma),
             "level": float(level),
             "adjust": adjustment.name,
         }
-        return _by_estimator(counts, names, None, model, adjustment, settings, reading, rules)
+        return _by_estimator(counts, chosen, None, model, adjustment, settings, reading, rules)
     options = {"rates": model, "gamma": gamma, "level": level, "adjust": adjustment}
     if method == "nuts":
         from binmetric_sweep.sweep.compare.sampled import compare_by_nuts
@@ -111,9 +115,9 @@ def compare(
         result = compare_systems(counts, **options, progress=progress)
     else:
         raise SweepError(f"--method: {method!r} is not allowed; allowed: quadrature, nuts")
-    if names != ("bayes",):
+    if not posterior_only:
         return _by_estimator(
-            counts, names, result, model, adjustment, result.settings, reading, rules
+            counts, chosen, result, model, adjustment, result.settings, reading, rules
         )
     result = replace(result, reading=reading, settings={**result.settings, **rules})
     if cost_metric is None:
@@ -125,20 +129,24 @@ def compare(
 
 
 def _by_estimator(
-    counts, names, posterior, model, adjustment, settings, reading, rules
+    counts, estimators, posterior, model, adjustment, settings, reading, rules
 ) -> Comparison:
-    """The estimators ``names`` on ``counts`` under the rate model ``model`` and the
+    """The ``estimators`` on ``counts`` under the rate model ``model`` and the
     ``adjustment``: systems and pairs in long form, by estimator; ``posterior`` (the
-    posterior's comparison) gives ``bayes``'s rows where ``names`` holds it."""
+    posterior's comparison) gives the posterior's rows where ``estimators`` holds it."""
     from binmetric_sweep.sweep.compare.by_estimator import estimates_table, z_test_pairs
 
     s = settings
-    systems = estimates_table(counts, names, rates=model, level=s["level"], posterior=posterior)
+    systems = estimates_table(
+        counts, estimators, rates=model, level=s["level"], posterior=posterior
+    )
     pairs = z_test_pairs(systems, gamma=s["gamma"], adjust=adjustment)
     warnings = []
     if posterior is not None:
-        pairs = pd.concat([posterior.pairs.assign(estimator="bayes"), pairs], ignore_index=True)
+        name = next(e.name for e in estimators if e.posterior)
+        pairs = pd.concat([posterior.pairs.assign(estimator=name), pairs], ignore_index=True)
         pairs = pairs[["estimator", *(c for c in pairs.columns if c != "estimator")]]
         warnings = posterior.warnings
-    settings = {**s, **rules, "estimator": names[0] if len(names) == 1 else "all"}
+    one = estimators[0].name if len(estimators) == 1 else ALL
+    settings = {**s, **rules, "estimator": one}
     return Comparison(systems, pairs, settings, warnings, None, reading)

@@ -11,9 +11,11 @@ forms on each system's counts, as a sweep computes them on a replicate's. A
 system's human ratings are its set H, its paired ratings L and its
 metric-only ratings U. Rogan–Gladen takes ρ̂, η̂ from the counts the rate
 model gives (:attr:`~.analysis.RateModel.estimated_rates`): under shared rates
-every system's paired ratings pooled, as ``bayes`` pools (ρ, η); the others
-have no rates to pool (:data:`RATE_ESTIMATORS`). The posterior (``bayes``) comes from
-:func:`~.analysis.compare_systems` and enters as rows of the same table.
+every system's paired ratings pooled, as the posterior pools (ρ, η); the
+others have no rates to pool (an estimator's
+:attr:`~binmetric_sweep.kernels.estimators.Estimator.pools_rates`). The
+posterior comes from :func:`~.analysis.compare_systems` and enters as rows of
+the same table.
 
 A pair of a classical estimator is tested by z = (â − b̂)/√(se_a² + se_b²),
 two-sided: the systems' estimates are independent under per-system rates;
@@ -43,20 +45,15 @@ from binmetric_sweep.sweep.compare.analysis import (
 
 __all__ = ["estimates_table", "z_test_pairs"]
 
-_BY_NAME = {e.name: e for e in ke.CLASSICAL}
 #: The systems table's count columns (:func:`~.analysis.system_counts`).
 COUNTS = ("n_outputs", "n_human", "n_paired", "n_metric")
 #: The paired ratings' rate columns, as the posterior's systems table has them.
 RATES_SHOWN = ("rho_mean", "eta_mean")
-#: The classical estimators with rate estimates ρ̂, η̂ of their own, taken from the counts
-#: the rate model gives (pooled under shared rates); the others use the paired ratings
-#: as pairs of one system, not as rates.
-RATE_ESTIMATORS = ("rogan_gladen",)
 
 
 def estimates_table(
     counts: pd.DataFrame,
-    names: Sequence[str],
+    estimators: Sequence[str | ke.Estimator],
     *,
     rates: str | RateModel = "per-system",
     level: float = 0.95,
@@ -68,8 +65,9 @@ def estimates_table(
     pooled under shared rates; the same for every estimator), ``applicable`` and ``reason``
     ("" where it applies; the estimate's numbers are NaN where it does not).
 
-    ``counts``: one row per system (:func:`~.ratings.read_ratings`). ``bayes``'s
-    rows come from ``posterior`` (its ``systems``), required when ``names``
+    ``counts``: one row per system (:func:`~.ratings.read_ratings`).
+    ``estimators``: registered estimators or their names; the posterior's rows
+    come from ``posterior`` (its ``systems``), required when ``estimators``
     holds it. Within an estimator, systems are ranked by its estimate, best
     first, those it does not apply to last. ``rates``: a rate model or its name.
     """
@@ -78,10 +76,12 @@ def estimates_table(
     shown = system_counts(counts)
     shown["rho_mean"], shown["eta_mean"] = model.rate_means(counts_of(counts))
     frames = []
-    for name in names:
-        if name == "bayes":
+    for estimator in estimators:
+        if not isinstance(estimator, ke.Estimator):
+            estimator = ke.estimator_named(estimator)
+        if estimator.posterior:
             if posterior is None:
-                raise ValueError("bayes's rows need the posterior's comparison")
+                raise ValueError(f"{estimator.name}'s rows need the posterior's comparison")
             s = posterior.systems
             frame = pd.DataFrame(
                 {
@@ -95,9 +95,9 @@ def estimates_table(
                 }
             )
         else:
-            frame = _classical(counts, _BY_NAME[name], model, level)
+            frame = _classical(counts, estimator, model, level)
         frame = frame.merge(shown, on="system", how="left", validate="one_to_one")
-        frame.insert(0, "estimator", name)
+        frame.insert(0, "estimator", estimator.name)
         order = np.lexsort((-frame["estimate"].fillna(-np.inf).to_numpy(), ~frame["applicable"]))
         frames.append(frame.iloc[order])
     columns = ["estimator", "system", *COUNTS, "estimate", "se", "ci_low", "ci_high", *RATES_SHOWN]
@@ -105,11 +105,13 @@ def estimates_table(
     return table[[*columns, "applicable", "reason"]]
 
 
-def _classical(counts: pd.DataFrame, estimator, rates: RateModel, level: float) -> pd.DataFrame:
-    """A classical estimator on each system's counts (for one of :data:`RATE_ESTIMATORS`,
-    the counts its ρ̂, η̂ come from under ``rates``: pooled paired counts under shared)."""
+def _classical(
+    counts: pd.DataFrame, estimator: ke.Estimator, rates: RateModel, level: float
+) -> pd.DataFrame:
+    """An estimator on each system's counts (for one that pools rates, the counts its ρ̂, η̂
+    come from under ``rates``: pooled paired counts under shared)."""
     c = jax.tree.map(jnp.asarray, counts_of(counts))
-    if estimator.name in RATE_ESTIMATORS:
+    if estimator.pools_rates:
         c = rates.estimated_rates(c)
     e = estimator.estimate(c, float(level))
     reason = np.asarray(e.reason)
@@ -129,11 +131,11 @@ def _classical(counts: pd.DataFrame, estimator, rates: RateModel, level: float) 
 def z_test_pairs(
     estimates: pd.DataFrame, *, gamma: float, adjust: str | Adjustment
 ) -> pd.DataFrame:
-    """Every pair of systems under each classical estimator of ``estimates``
+    """Every pair of systems under each estimator of ``estimates`` but the posterior
     (:func:`estimates_table`), ``a`` ranked above ``b``: ``diff_mean`` = â − b̂, ``se_diff``,
     the two-sided z-test's ``p_value``, ``significant`` (``p_value`` ≤ γ, or with
     ``adjust`` ``p_adjusted`` ≤ γ, adjusted over that estimator's testable pairs) and
-    ``eps``, z·se_diff at the level the pair is held to (as for ``bayes``). A pair with a
+    ``eps``, z·se_diff at the level the pair is held to (as for the posterior). A pair with a
     system the estimator does not apply to is not tested: NaN numbers, and ``significant``
     missing (pandas' nullable boolean: NA; null in JSON and Parquet), neither true nor false.
     ``adjust``: an adjustment or its name.
@@ -141,7 +143,7 @@ def z_test_pairs(
     adjustment = Adjustment.of(adjust)
     frames = []
     for name, group in estimates.groupby("estimator", sort=False):
-        if name == "bayes":
+        if ke.is_posterior(name):
             continue
         a, b = np.triu_indices(len(group), k=1)
         value, se = group["estimate"].to_numpy(), group["se"].to_numpy()

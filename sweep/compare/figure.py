@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from binmetric_sweep.kernels.estimators import is_posterior
 from binmetric_sweep.sweep.compare.analysis import ADJUSTMENTS, NO_ADJUSTMENT, Adjustment
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.plots import DPI, FONT, SMALL, SYMBOLS, check_image_path, save_figure
@@ -227,7 +228,7 @@ def comparison_title(
             drawn = f"{estimators[0]}'s {level} intervals"
         else:
             drawn = f"{len(estimators)} estimators' {level} intervals"
-        if "bayes" in estimators:
+        if any(map(is_posterior, estimators)):
             method = _METHODS.get(str(settings["method"]), str(settings["method"]))
             matrix = f"matrix: the posterior's P(row > col), {method}"
         else:
@@ -596,12 +597,12 @@ def _by_estimator(systems: pd.DataFrame, pairs: pd.DataFrame, settings: Mapping[
         raise SweepError("systems: no system to draw")
     kinds = systems["estimator"].astype(str)
     names = tuple(dict.fromkeys(kinds))
-    main = "bayes" if "bayes" in names else names[0]
-    needed = ("p_a_better",) if main == "bayes" else ("se_diff",)
+    main = next((name for name in names if is_posterior(name)), names[0])
+    needed = ("p_a_better",) if is_posterior(main) else ("se_diff",)
     missing = [c for c in needed if c not in pairs.columns]
     if missing:
         raise SweepError(f"pairs: missing column(s) {', '.join(missing)} ({main}'s matrix)")
-    if main == "bayes" and "method" not in settings:
+    if is_posterior(main) and "method" not in settings:
         raise SweepError("settings: missing method")
     twice = systems[systems.duplicated(["estimator", "system"])]
     if len(twice):
@@ -626,7 +627,7 @@ def _by_estimator(systems: pd.DataFrame, pairs: pd.DataFrame, settings: Mapping[
         }
     )
     mine = pairs[pairs["estimator"].astype(str) == main]
-    if main == "bayes":
+    if is_posterior(main):
         p = mine["p_a_better"].to_numpy(float)
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -752,7 +753,7 @@ def comparison_figure(
         _forest_by_estimator(forest, intervals, settings)
     image = _matrix(matrix, p)
     _mark_significant(matrix, significant)
-    z_test = bool(estimators) and "bayes" not in estimators
+    z_test = bool(estimators) and not any(map(is_posterior, estimators))
     label = Z_TEST_LABEL if z_test else None
     _colorbar(fig, matrix, image, settings, tall=fig.get_figheight() > 4.5, label=label)
     note = _significance_note(settings)

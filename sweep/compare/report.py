@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from binmetric_sweep.kernels.estimators import POSTERIOR, is_posterior
 from binmetric_sweep.sweep.compare.analysis import ADJUSTMENTS, RATE_MODELS, Adjustment, Comparison
 from binmetric_sweep.sweep.paths import check_out_dir, writing
 
@@ -102,7 +103,7 @@ def signed(x: float, digits: int) -> str:
 
 def comparison_text(result: Comparison) -> str:
     """The systems (best first) and the pairs, for a terminal."""
-    if result.settings.get("estimator", "bayes") != "bayes":
+    if not is_posterior(result.settings.get("estimator", POSTERIOR.name)):
         return _estimators_text(result)
     s = result.settings
     level = f"{100 * s['level']:g} %"

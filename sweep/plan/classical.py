@@ -1,26 +1,13 @@
-"""Plans for a classical estimator: its asymptotic SE in closed form, the cheapest integer sizes.
+"""Plans for an estimator with a closed-form SE: the cheapest integer sizes.
 
 The posterior's plan (:func:`~.planner.plan_grid`) needs the exact quadrature
-because its SD has no closed form. The classical estimators' do, to first
-order (docs/model.md, "Planning for another estimator"); with p = αρ +
-(1 − α)(1 − η), J = ρ + η − 1, n paired and N metric-only ratings:
-
-- ``human_only``: α(1 − α)/N_Φ;
-- ``judge_only``: p(1 − p)/N (its bias, (p − α), is not in it: the
-  simulation shows what it does to the test);
-- ``rogan_gladen``: [p(1 − p)/N + αρ(1 − ρ)/n + (1 − α)η(1 − η)/n]/J² (the
-  delta method; ρ, η known: the first term alone);
-- ``ppi``: p(1 − p)/N + [P(Y ≠ f) − (α − p)²]/n;
-- ``ppi_pp``: α(1 − α)/n · (1 − r²·N/(n + N)), r the correlation of the
-  human label Y and the metric's f (PPI++ with its best λ, clipped to
-  [0, 1] as the estimator clips λ̂).
-
-With a shared paired set n = N_Φ; with a separate one n is its size (and
-N_Φ helps ``human_only`` alone); with ρ, η known there is no paired set and
-``ppi``, ``ppi_pp`` do not apply. ε = √2·σ·(z₁₋γ/₂ + z_power) as for the
-posterior. The search is over integers: for each N_M on a grid, the least
-N_Φ meeting the target (σ falls as N_Φ grows), then the cheapest, refined on
-integers around it to 0.2 % of N_M, as the posterior's planner does.
+because its SD has no closed form. An estimator that carries a planning SE
+(:attr:`kernels.estimators.Estimator.planning`, the closed forms of
+:mod:`kernels.planning_se`) is planned here from it: ε = √2·σ·(z₁₋γ/₂ +
+z_power) as for the posterior. The search is over integers: for each N_M on a
+grid, the least N_Φ meeting the target (σ falls as N_Φ grows) where the SE
+reads human ratings, else N_Φ = 0; then the cheapest, refined on integers
+around it to 0.2 % of N_M, as the posterior's planner does.
 """
 
 from __future__ import annotations
@@ -31,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from binmetric_sweep.kernels.estimators import Estimator, estimator_named
 from binmetric_sweep.sweep.plan.spec import BUDGET_SLACK, UNLIMITED, PlanSpec
 
 __all__ = ["ClassicalPlan", "classical_plan", "classical_sd"]
@@ -39,40 +27,14 @@ __all__ = ["ClassicalPlan", "classical_plan", "classical_sd"]
 _GRID = np.unique(np.concatenate([[0.0], np.round(np.geomspace(1, UNLIMITED, 1200))]))
 
 
-def classical_sd(name: str, spec: PlanSpec, n_phi, n_m) -> np.ndarray:
-    """The estimator's asymptotic SE at sizes ``n_phi``, ``n_m`` (arrays; NaN where it
-    does not apply: no human ratings, no metric-only ones where it needs them, J ≤ 0)."""
-    a, r, e = spec.alpha, spec.rho, spec.eta
+def classical_sd(estimator: Estimator | str, spec: PlanSpec, n_phi, n_m) -> np.ndarray:
+    """The estimator's (a value or a registered name) asymptotic SE at sizes ``n_phi``,
+    ``n_m`` (arrays; NaN where it does not apply: no human ratings, no metric-only ones
+    where it needs them, J ≤ 0)."""
+    if isinstance(estimator, str):
+        estimator = estimator_named(estimator)
     x, y = np.asarray(n_phi, float), np.asarray(n_m, float)
-    paired = spec.paired
-    if paired.shared:
-        n = x
-    else:  # a separate paired set of that size; none (0) where ρ, η are known
-        n = np.full_like(x, float(paired.n_pair))
-    p = a * r + (1 - a) * (1 - e)
-    j = r + e - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if name == "human_only":
-            var = np.where(x > 0, a * (1 - a) / x, np.nan)
-        elif name == "judge_only":
-            var = np.where(y > 0, p * (1 - p) / y, np.nan)
-        elif name == "rogan_gladen":
-            rates = 0.0 if paired.known else (a * r * (1 - r) + (1 - a) * e * (1 - e)) / n
-            var = np.where(
-                (y > 0) & (j > 0) & ((n > 0) | paired.known),
-                (p * (1 - p) / y + rates) / j**2,
-                np.nan,
-            )
-        elif name == "ppi":
-            residual = a * (1 - r) + (1 - a) * (1 - e) - (a - p) ** 2
-            var = np.where((y > 0) & (n >= 2), p * (1 - p) / y + residual / n, np.nan)
-        elif name == "ppi_pp":
-            cov = a * r - a * p
-            corr2 = cov**2 / (a * (1 - a) * p * (1 - p)) if 0 < p < 1 else 0.0
-            corr2 = corr2 if cov > 0 else 0.0
-            var = np.where((y > 0) & (n >= 2), a * (1 - a) / n * (1 - corr2 * y / (n + y)), np.nan)
-        else:
-            raise ValueError(f"no closed-form SE for {name!r}")
+    var = estimator.planning.variance(spec.alpha, spec.rho, spec.eta, spec.paired, x, y)
     return np.sqrt(var)
 
 
@@ -92,11 +54,17 @@ class ClassicalPlan(NamedTuple):
     reason: str
 
 
-def classical_plan(name: str, spec: PlanSpec) -> ClassicalPlan:
-    """The plan of ``spec`` under the classical estimator ``name`` (module docstring)."""
+def classical_plan(estimator: Estimator | str, spec: PlanSpec) -> ClassicalPlan:
+    """The plan of ``spec`` under ``estimator`` (a value or a registered name), one with a
+    planning SE (module docstring)."""
+    if isinstance(estimator, str):
+        estimator = estimator_named(estimator)
+    if estimator.planning is None:
+        raise ValueError(f"classical_plan: {estimator.name} has no closed-form planning SE")
+    name = estimator.name
     z = NormalDist().inv_cdf(1 - spec.gamma / 2) + NormalDist().inv_cdf(spec.power)
-    eps_of = lambda x, y: math.sqrt(2.0) * z * classical_sd(name, spec, x, y)  # noqa: E731
-    uses_phi = name == "human_only" or (spec.paired.shared and name != "judge_only")
+    eps_of = lambda x, y: math.sqrt(2.0) * z * classical_sd(estimator, spec, x, y)  # noqa: E731
+    uses_phi = estimator.planning.searches_humans(spec.paired)
     if spec.eps is not None:
         x = _least_phi(eps_of, _GRID, spec.eps) if uses_phi else np.zeros_like(_GRID)
         ok = np.isfinite(x) & (eps_of(x, _GRID) <= spec.eps)
@@ -108,14 +76,14 @@ def classical_plan(name: str, spec: PlanSpec) -> ClassicalPlan:
             x = float(_least_phi(eps_of, np.array([y]), spec.eps)[0]) if uses_phi else 0.0
             return _plan(name, spec, x, y, eps_of(x, y), True)
         if spec.budget is None:
-            return ClassicalPlan(name, 0, 0, math.nan, math.nan, False, _why(name, spec))
+            return ClassicalPlan(name, 0, 0, math.nan, math.nan, False, _why(estimator, spec))
     # Budget mode (or a target the budget cannot buy): the least ε within the budget.
     room = (spec.budget - spec.fixed_cost() - spec.cost_metric * _GRID) / spec.cost_human
     x = np.floor(np.maximum(room, 0)) if uses_phi else np.zeros_like(_GRID)
     ok = room >= 0
     e = np.where(ok, eps_of(x, _GRID), np.nan)
     if not np.isfinite(e).any():
-        return ClassicalPlan(name, 0, 0, math.nan, math.nan, False, _why(name, spec))
+        return ClassicalPlan(name, 0, 0, math.nan, math.nan, False, _why(estimator, spec))
     best = _GRID[np.nanargmin(e)]
     y = _refine(lambda g: _budget_eps(eps_of, spec, g, uses_phi), best)
     room = (spec.budget - spec.fixed_cost() - spec.cost_metric * y) / spec.cost_human
@@ -161,9 +129,7 @@ def _plan(name, spec, x, y, eps, reachable) -> ClassicalPlan:
     return ClassicalPlan(name, x, y, float(spec.cost(x, y)), float(eps), bool(reachable), "")
 
 
-def _why(name: str, spec: PlanSpec) -> str:
-    if spec.paired.known and name in ("ppi", "ppi_pp"):
-        return "no paired set (rho, eta known)"
-    if name == "rogan_gladen" and spec.rho + spec.eta <= 1:
-        return "judge no better than chance"
-    return "no sizes up to the limit reach the target"
+def _why(estimator: Estimator, spec: PlanSpec) -> str:
+    """Why no plan: the scenario the estimator never applies to, else the sizes' limit."""
+    why = estimator.planning.not_planned(spec.alpha, spec.rho, spec.eta, spec.paired)
+    return why or "no sizes up to the limit reach the target"

@@ -12,6 +12,13 @@ from typing import Literal
 import jax
 import numpy as np
 
+from binmetric_sweep.kernels.estimators import (
+    HUMAN_ONLY,
+    POSTERIOR,
+    Estimator,
+    estimator_names,
+    registered,
+)
 from binmetric_sweep.kernels.paired import PairedDesign
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError, shown
@@ -102,7 +109,7 @@ def _plan_of(
     seed: int,
     *,
     reachable: bool | None = None,
-    estimator: str = "bayes",
+    estimator: str = POSTERIOR.name,
 ) -> Plan:
     """The :class:`Plan` of one scenario.
 
@@ -162,7 +169,7 @@ def plan(
     seed: int = 0,
     frontier: bool = True,
     chunk_size: int | None = None,
-    estimator: str = "bayes",
+    estimator: str | Estimator = POSTERIOR.name,
     pilot: str | os.PathLike | None = None,
 ) -> Plan:
     """The plan of one scenario under one estimator (see :mod:`binmetric_sweep.sweep.plan`);
@@ -178,9 +185,9 @@ def plan(
     Args:
         alpha, rho, eta: the scenario's rates; each may be left to ``pilot``.
         cost_metric: price of one metric (judge) rating, in the unit of ``cost_human``.
-        estimator: "bayes" (the posterior), or a classical estimator, planned under its
-            closed-form SE and simulated with its own estimates (:func:`plan_estimators`
-            gives several, one row each).
+        estimator: a registered estimator or its name: the posterior ("bayes", planned by
+            its exact SD), or one planned under its closed-form SE and simulated with its
+            own estimates (:func:`plan_estimators` gives several, one row each).
         pilot: a file of one system's paired ratings (:func:`~.pilot.read_pilot`): the
             posterior means of α, ρ and η where those are not given.
         The others: :class:`~.spec.PlanSpec`'s fields and :func:`plan_grid`'s arguments.
@@ -189,15 +196,7 @@ def plan(
         SweepError: a bad argument (one line naming it, the value and what is allowed), a
             bad pilot file, or an estimator that gives no plan for the scenario.
     """
-    from binmetric_sweep.kernels.estimators import ESTIMATOR_NAMES
-
-    if estimator not in ESTIMATOR_NAMES:
-        allowed = ", ".join(ESTIMATOR_NAMES)
-        why = "plans several estimators; plan_estimators gives them" if estimator == "all" else ""
-        raise SweepError(
-            f"estimator: {shown(estimator)} {why or 'is not an estimator'}; "
-            f"allowed: one of {allowed}"
-        )
+    estimator = _estimator_of(estimator)
     rates = dict(alpha=alpha, rho=rho, eta=eta)
     read = None
     if pilot is not None:
@@ -217,19 +216,43 @@ def plan(
         n_rho_eta=n_rho_eta,
     )
     spec = as_spec(fields)
-    if estimator == "bayes":
+    if estimator.posterior:
         answer = plan_grid(
             [spec], replicates=replicates, seed=seed, frontier=frontier, chunk_size=chunk_size
         )[0]
     else:
-        from binmetric_sweep.sweep.plan.classical import classical_plan
-
         _check_replicates(replicates)
-        found = classical_plan(estimator, spec)
+        found = _closed_form_plan(estimator, spec)
         if found.reason:
-            raise SweepError(f"estimator: {estimator} gives no plan here: {found.reason}")
-        answer = _classical_plan_of(spec, found, replicates, seed, chunk_size)
+            raise SweepError(f"estimator: {estimator.name} gives no plan here: {found.reason}")
+        answer = _classical_plan_of(spec, estimator, found, replicates, seed, chunk_size)
     return answer if read is None else dataclasses.replace(answer, pilot=read)
+
+
+def _estimator_of(estimator) -> Estimator:
+    """A registered estimator, or the one its name names (``plan`` plans one)."""
+    if isinstance(estimator, Estimator):
+        return estimator
+    found = [e for e in registered() if e.name == estimator]
+    if not found:
+        allowed = ", ".join(estimator_names())
+        why = "plans several estimators; plan_estimators gives them" if estimator == "all" else ""
+        raise SweepError(
+            f"estimator: {shown(estimator)} {why or 'is not an estimator'}; "
+            f"allowed: one of {allowed}"
+        )
+    return found[0]
+
+
+def _closed_form_plan(estimator: Estimator, spec: PlanSpec):
+    """:func:`~.classical.classical_plan`, or a plan that says why not where the estimator
+    carries no planning SE."""
+    from binmetric_sweep.sweep.plan.classical import ClassicalPlan, classical_plan
+
+    if estimator.planning is None:
+        nan = math.nan
+        return ClassicalPlan(estimator.name, 0, 0, nan, nan, False, "it has no planning SE")
+    return classical_plan(estimator, spec)
 
 
 def _check_replicates(replicates) -> None:
@@ -238,11 +261,17 @@ def _check_replicates(replicates) -> None:
 
 
 def _classical_plan_of(
-    spec: PlanSpec, found, replicates: int, seed: int, chunk_size: int | None = None
+    spec: PlanSpec,
+    estimator: Estimator,
+    found,
+    replicates: int,
+    seed: int,
+    chunk_size: int | None = None,
 ) -> Plan:
-    """The :class:`Plan` of a classical estimator's integer plan ``found``
+    """The :class:`Plan` of ``estimator``'s integer plan ``found``
     (:class:`~.classical.ClassicalPlan`, one that applies): its ε from the closed-form SE, N_Φ
-    alone that of ``human_only``, checked by campaigns simulated with that estimator."""
+    alone that of human-only (:data:`kernels.estimators.HUMAN_ONLY`), checked by campaigns
+    simulated with that estimator."""
     from binmetric_sweep.sweep.plan.classical import classical_plan
 
     z = problems([spec]).z[0]
@@ -252,12 +281,12 @@ def _classical_plan_of(
     if replicates:
         simulated = simulate_tests(
             [spec], [found.n_phi], [found.n_m], [tested], replicates, seed,
-            chunk_size=chunk_size, estimator=found.estimator,
+            chunk_size=chunk_size, estimator=estimator,
         )  # fmt: skip
         checks = tuple(float(v[0]) for v in simulated)
     alone = None
     if spec.eps is not None:
-        humans = classical_plan("human_only", spec.model_copy(update={"budget": None}))
+        humans = classical_plan(HUMAN_ONLY, spec.model_copy(update={"budget": None}))
         alone = None if humans.reason else humans.n_phi
     got = {"n_phi": found.n_phi, "n_m": found.n_m, "eps": found.eps, "alone": alone}
     return _plan_of(
@@ -268,40 +297,41 @@ def _classical_plan_of(
 
 def plan_estimators(
     spec: PlanSpec | dict,
-    names: Iterable[str],
+    estimators: Iterable[str | Estimator],
     *,
     replicates: int = 400,
     seed: int = 0,
 ) -> list[EstimatorPlan]:
-    """The plan of one scenario under each estimator of ``names``, each checked by simulated
-    campaigns of that estimator: one :class:`~.report.EstimatorPlan` row per estimator.
+    """The plan of one scenario under each of ``estimators`` (registered values or names),
+    each checked by simulated campaigns of that estimator: one
+    :class:`~.report.EstimatorPlan` row per estimator.
 
-    ``bayes``: :func:`plan_grid`'s plan; a classical estimator:
+    The posterior: :func:`plan_grid`'s plan; another estimator:
     :func:`~.classical.classical_plan` (its closed-form SE), as :func:`plan` gives them.
     A row has the plan's sizes, cost, ε and ``reachable``, ``reason`` ("" where it applies;
     else why not, and no plan), the simulated power and type-I rate with their MCSEs,
     ``holds`` (:attr:`Plan.holds`) and ``best``: the cheapest plan that holds (in budget
     mode, the least ε).
     """
-    from binmetric_sweep.sweep.plan.classical import classical_plan
-
     jax.config.update("jax_enable_x64", True)
     use_compilation_cache(DEFAULT, strict=False)
     spec = as_spec(spec)
     _check_replicates(replicates)
     rows = []
-    for name in names:
-        if name == "bayes":
+    for estimator in map(_estimator_of, estimators):
+        if estimator.posterior:
             p = plan_grid([spec], replicates=replicates, seed=seed)[0]
         else:
-            found = classical_plan(name, spec)
+            found = _closed_form_plan(estimator, spec)
             if found.reason:
                 nan = math.nan
                 rows.append(
-                    EstimatorPlan(name, 0, 0, nan, nan, False, found.reason, nan, nan, nan, nan)
+                    EstimatorPlan(
+                        estimator.name, 0, 0, nan, nan, False, found.reason, nan, nan, nan, nan
+                    )
                 )
                 continue
-            p = _classical_plan_of(spec, found, replicates, seed)
+            p = _classical_plan_of(spec, estimator, found, replicates, seed)
         rows.append(EstimatorPlan.of(p))
     held = [r for r in rows if r.holds and r.reachable]
     key = "cost" if spec.eps is not None else "eps"

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
 
+from binmetric_sweep.kernels.estimators import POSTERIOR, is_posterior
 from binmetric_sweep.sweep.plan.pilot import Pilot
 from binmetric_sweep.sweep.plan.spec import PlanSpec
 
@@ -73,8 +74,9 @@ class Plan:
         frontier: for several N_M, the least N_Φ meeting the target (target mode;
             the posterior's only).
         message: one or two plain sentences on the answer.
-        estimator: "bayes" (the posterior) or the classical estimator planned for
-            (N_Φ alone is then ``human_only``'s, and ``n_phi_unlimited`` is None).
+        estimator: the name of the estimator planned for: the posterior's ("bayes"), or
+            one planned by its closed-form SE (N_Φ alone is then ``human_only``'s, and
+            ``n_phi_unlimited`` is None).
         pilot: the pilot file α, ρ, η were read from (:func:`~.pilot.read_pilot`), or None.
     """
 
@@ -98,7 +100,7 @@ class Plan:
     seed: int
     frontier: tuple[FrontierPoint, ...] = field(default=())
     message: str = ""
-    estimator: str = "bayes"
+    estimator: str = POSTERIOR.name
     pilot: Pilot | None = None
 
     @property
@@ -128,7 +130,7 @@ class Plan:
         simulation, the frontier."""
         s = self.spec
         test = f"γ = {s.gamma:g}, power {s.power:g}"
-        who = "" if self.estimator == "bayes" else f" ({self.estimator})"
+        who = "" if is_posterior(self.estimator) else f" ({self.estimator})"
         out = [] if self.pilot is None else [self.pilot.line(s)]
         out += [
             f"plan per system{who}: N_Φ = {self.n_phi:,} human + N_M = {self.n_m:,} metric "

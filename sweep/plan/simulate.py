@@ -9,6 +9,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from binmetric_sweep.kernels.estimators import POSTERIOR, Estimator
 from binmetric_sweep.sweep.plan.exact import scenario_designs
 from binmetric_sweep.sweep.plan.spec import PlanSpec, problems
 
@@ -31,15 +32,15 @@ def simulate_tests(
     seed: int = 0,
     *,
     chunk_size: int | None = None,
-    estimator: str = "bayes",
+    estimator: Estimator = POSTERIOR,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Empirical power and type-I rate of the two-sided z-test at the planned sizes.
 
     For each scenario, R campaigns each of three systems at the same sizes:
     α, α + ε (α − ε where α + ε > 1) and a second one at α; sampled counts
     (:func:`kernels.counts.draw_counts`, each lane keyed by scenario, system
-    and replicate), quadrature posteriors (or, with ``estimator``, a classical
-    estimator's estimates and SEs on the same counts); z = (m₁ − m₂)/√(s₁² +
+    and replicate), quadrature posteriors (or, with an ``estimator`` other than
+    the posterior, its estimates and SEs on the same counts); z = (m₁ − m₂)/√(s₁² +
     s₂²) rejects when |z| > z₁₋γ/₂. Power: α vs α ± ε; type I: α vs α.
 
     Args:
@@ -73,14 +74,12 @@ def simulate_tests(
     keys = lane_keys(seed, lane_words, replicate)
     n_phi, n_m = np.asarray(n_phi)[index], np.asarray(n_m)[index]
     counts = lane_counts(scenario_designs(p, index, n_phi, n_m, lane_alpha), keys, "sampled")
-    if estimator == "bayes":
+    if estimator.posterior:
         schedule = schedule_for(chunk_size=chunk_size)
         fits = fit_lanes(counts, keys, "quadrature", schedule=schedule).fits
         mean, sd = np.asarray(fits.post_mean), np.asarray(fits.post_sd)
     else:
-        from binmetric_sweep.kernels.estimators import CLASSICAL
-
-        found = next(e for e in CLASSICAL if e.name == estimator).estimate(counts, 0.95)
+        found = estimator.estimate(counts, 0.95)
         mean, sd = np.asarray(found.value), np.asarray(found.se)
     mean, sd = mean.reshape(s, 3, r), sd.reshape(s, 3, r)
     crit = np.array([NormalDist().inv_cdf(1.0 - 0.5 * spec.gamma) for spec in specs])[:, None]

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from binmetric_sweep import sweep
-from binmetric_sweep.kernels.estimators import CLASSICAL, ESTIMATOR_NAMES, REASONS
+from binmetric_sweep.kernels.estimators import REASONS, estimator_names, registered
 from binmetric_sweep.sweep.config import load_sweep, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.shards import COUNT_COLUMNS
@@ -58,11 +58,11 @@ def test_every_estimator_sees_the_same_counts_and_gives_its_kernel_s_numbers(des
     fits, surface = designs
     assert list(fits.groupby(["config_id", "replicate"]).size().unique()) == [6]
     first = fits.groupby(["config_id", "replicate"]).first()
-    for name in ESTIMATOR_NAMES:
+    for name in estimator_names():
         rows = fits[fits.estimator == name].set_index(["config_id", "replicate"])
         assert rows[list(COUNT_COLUMNS)].equals(first.loc[rows.index, list(COUNT_COLUMNS)])
     config = surface.drop_duplicates("config_id").set_index("config_id")
-    for estimator in CLASSICAL:
+    for estimator in [e for e in registered() if not e.posterior]:
         rows = fits[fits.estimator == estimator.name]
         c = config.loc[rows.config_id]
         lanes = counts(
@@ -179,7 +179,7 @@ def test_without_bayes_method_and_sampler_change_nothing():
     a = load_sweep(tiny(estimators=["ppi", "ppi_pp"], method="nuts"))
     b = load_sweep(tiny(estimators=["ppi_pp", "ppi"], method="quadrature", sampler={"chains": 8}))
     assert spec_digest(a) == spec_digest(b) and a.estimators == ("ppi", "ppi_pp")
-    assert "method" not in a.canonical() and not a.bayes
+    assert "method" not in a.canonical() and not a.has_posterior
 
 
 @pytest.mark.parametrize(
@@ -211,7 +211,7 @@ def test_estimator_is_an_axis_of_show_and_plot(designs, tmp_path):
 
     where = {"alpha": 0.6, "rho": 0.9, "n_m": 1000, "gamma": 0.05, "shared_paired": True}
     table = pivot_surface(surface, "n_phi", "estimator", "coverage", where)
-    assert list(table.columns) == sorted(ESTIMATOR_NAMES) and list(table.index) == [0, 100]
+    assert list(table.columns) == sorted(estimator_names()) and list(table.index) == [0, 100]
     assert "ppi_pp" in format_table(table, "coverage")
     with pytest.raises(SweepError, match="--where must fix estimator"):
         pivot_surface(
