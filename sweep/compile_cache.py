@@ -152,7 +152,7 @@ def programs_dir() -> Path | None:
 
 @cache
 def _code_fingerprint() -> str:
-    """A digest of the traced code, the package versions and the backend."""
+    """A digest of the traced code, the package versions and the JAX platform."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for source in _TRACED_SOURCES:

@@ -174,9 +174,9 @@ def fit_lanes(
     inputs = posterior_inputs(take(counts, first))
     context = (level, nested, cascade, schedule.call_sizes())
     if memo is not None:
-        known = memo.look_up(context, inputs, exact, out, rules)
-        if on_chunk is not None and known.any():
-            on_chunk(int(weight[known].sum()))
+        remembered = memo.look_up(context, inputs, exact, out, rules)
+        if on_chunk is not None and remembered.any():
+            on_chunk(int(weight[remembered].sum()))
     todo = np.flatnonzero(rules == "")
     fitted = take(counts, first[todo])
     chunks = plan_chunks(
@@ -260,7 +260,8 @@ class FitMemo:
             raise ValueError("FitMemo: a batch with another level, rule or call sizes")
 
     def look_up(self, context, inputs, exact, out: FitResults, rules) -> np.ndarray:
-        """Fill ``out`` and ``rules`` where an exact lane's inputs are known; those lanes."""
+        """Fill ``out`` and ``rules`` where an ``exact`` lane's (bool ``(B,)``: not sampled)
+        inputs are in the memo; those lanes (the memo's hits)."""
         found = np.zeros(len(inputs), bool)
         with self._lock:
             self._check(context)
