@@ -31,6 +31,7 @@ from binmetric_sweep.kernels.estimators import (
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.columns import GRID_AXES, PROBABILITY_AXES, SIZE_AXES
 from binmetric_sweep.sweep.errors import SweepError, shown
+from binmetric_sweep.sweep.rating_model import BINARY, RatingModel
 
 __all__ = [
     "AXES",
@@ -431,6 +432,12 @@ class SweepSpec(_Strict):
     def configurations_upper_bound(self) -> int:
         """Configurations the grid makes before duplicates across blocks are removed."""
         return sum(block.size() for block in self.grid)
+
+    @property
+    def rating_model(self) -> RatingModel:
+        """What the sweep's campaigns rate and how (:data:`sweep.rating_model.BINARY`: one
+        human and one binary judge label per item, the only model a sweep file names today)."""
+        return BINARY
 
     def estimator_values(self) -> tuple[Estimator, ...]:
         """The sweep's estimators as registered values, in :attr:`estimators` order."""

@@ -14,10 +14,11 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from binmetric_sweep.kernels.paired import PairedKind, separate
+from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.columns import CONFIG_COLUMNS
 from binmetric_sweep.sweep.config import AXES, SweepSpec
 from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.rating_model import BINARY, RatingModel
 
 __all__ = ["CONFIG_COLUMNS", "DEFAULT_MAX_CONFIGURATIONS", "expand_grid", "config_id", "id_words"]
 
@@ -27,15 +28,14 @@ __all__ = ["CONFIG_COLUMNS", "DEFAULT_MAX_CONFIGURATIONS", "expand_grid", "confi
 DEFAULT_MAX_CONFIGURATIONS = 5_000_000
 
 
-def config_id(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKind) -> int:
-    """The 63-bit identifier of one configuration (a hash of its canonical values).
-
-    ``paired`` is the configuration's paired design; ``n_rho_eta`` and ``psi`` enter
-    only for a separate paired set, where they mean something
-    (:meth:`kernels.paired.PairedDesign.id_text`).
+def config_id(
+    alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKind, model: RatingModel = BINARY
+) -> int:
+    """The 63-bit identifier of one configuration: a hash of the rating model's text of
+    its values (:attr:`sweep.rating_model.RatingModel.id_text`; binary: ``n_rho_eta`` and
+    ``psi`` enter only for a separate paired set, where they mean something).
     """
-    tail = separate(n_rho_eta, psi).id_text() if paired.separate else paired.value
-    text = f"{alpha!r}|{rho!r}|{eta!r}|{int(n_phi)}|{int(n_m)}|{tail}"
+    text = model.id_text(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired)
     digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & (2**63 - 1)
 
@@ -91,7 +91,9 @@ def expand_grid(
         )
     table = pd.concat([_block_table(b) for b in spec.grid], ignore_index=True)
     rows = zip(*(table[a].to_numpy().tolist() for a in AXES), table["paired"], strict=True)
-    table["config_id"] = np.fromiter((config_id(*row) for row in rows), np.int64, len(table))
+    model = spec.rating_model
+    ids = (config_id(*row, model=model) for row in rows)
+    table["config_id"] = np.fromiter(ids, np.int64, len(table))
     table = table.drop_duplicates("config_id", ignore_index=True)
     for size in ("n_phi", "n_m"):
         table[size] = table[size].astype(np.int64)

@@ -115,8 +115,12 @@ def lane_keys(seed: int, config_words: np.ndarray, replicates: np.ndarray) -> ja
     )
 
 
-def lane_counts(designs: Design, keys: jax.Array, mode: Literal["expected", "sampled"]) -> Counts:
-    """``(B,)`` NumPy counts of B lanes: rounded expected values, or drawn from each lane's key."""
+def lane_counts(
+    designs: Design, keys: jax.Array, mode: Literal["expected", "sampled"], model
+) -> Counts:
+    """``(B,)`` NumPy counts of B lanes of the rating model ``model``
+    (:class:`sweep.rating_model.RatingModel`): rounded expected values, or drawn from each
+    lane's key."""
     n = int(np.shape(designs.alpha)[0])
-    counts = _padded_call(counts_program(mode), n, keys, designs)
+    counts = _padded_call(counts_program(mode, model), n, keys, designs)
     return jax.tree.map(np.asarray, jax.device_get(counts))

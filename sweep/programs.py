@@ -27,7 +27,7 @@ from functools import cache
 import jax
 import jax.numpy as jnp
 
-from binmetric_sweep.kernels.counts import draw_counts, expected_counts, replicate_key
+from binmetric_sweep.kernels.counts import replicate_key
 from binmetric_sweep.kernels.estimators import Estimator
 from binmetric_sweep.kernels.gauss_hermite import (
     AlphaTRule,
@@ -68,13 +68,16 @@ def keys_program(seed: int) -> ExportedProgram:
 
 
 @cache
-def counts_program(mode: str) -> ExportedProgram:
-    """``fn(keys, designs)``: ``(B,)`` counts, rounded expected values or drawn from the keys."""
+def counts_program(mode: str, model) -> ExportedProgram:
+    """``fn(keys, designs)``: ``(B,)`` counts of the rating model ``model``
+    (:class:`sweep.rating_model.RatingModel`), rounded expected values (``mode``
+    "expected") or drawn from the keys ("sampled")."""
     if mode == "expected":
-        fn = jax.jit(jax.vmap(lambda key, design: expected_counts(design)))
+        expected = model.expected_counts
+        fn = jax.jit(jax.vmap(lambda key, design: expected(design)))
     else:
-        fn = jax.jit(jax.vmap(draw_counts))
-    return ExportedProgram(fn, f"{mode}_counts")
+        fn = jax.jit(jax.vmap(model.draw_counts))
+    return ExportedProgram(fn, f"{mode}_counts", (model.name,))
 
 
 @cache

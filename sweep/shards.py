@@ -27,10 +27,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.estimators import REASONS, Estimate, is_posterior, posterior_estimate
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
-from binmetric_sweep.kernels.paired import kinds_of_flags
 from binmetric_sweep.kernels.summaries import (
     FitResults,
     SamplerHealth,
@@ -52,7 +50,7 @@ from binmetric_sweep.sweep.config import SweepSpec
 from binmetric_sweep.sweep.estimates import estimate_lanes
 from binmetric_sweep.sweep.fits import FitMemo, fit_lanes
 from binmetric_sweep.sweep.grid import id_words
-from binmetric_sweep.sweep.lanes import lane_counts, lane_designs, lane_keys, require_float64
+from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
 from binmetric_sweep.sweep.schedule import Schedule, bucket, schedule_for
 
 __all__ = [
@@ -128,21 +126,6 @@ def nuts_settings(spec: SweepSpec) -> NUTSSettings:
     return NUTSSettings(**spec.sampler.model_dump())
 
 
-def _designs(configurations: pd.DataFrame, replicates: int) -> Design:
-    """``(C·R,)`` lane designs (:func:`sweep.lanes.lane_designs`), each configuration
-    repeated for its R replicates."""
-
-    def column(name, dtype=float):
-        return np.repeat(configurations[name].to_numpy(dtype=dtype, na_value=0), replicates)
-
-    return lane_designs(
-        *(column(name) for name in ("alpha", "rho", "eta", "n_phi", "n_m")),
-        paired=kinds_of_flags(column("shared_paired", bool), column("rho_eta_known", bool)),
-        n_rho_eta=column("n_rho_eta"),
-        psi=column("psi"),
-    )
-
-
 def device_name() -> str:
     """JAX's first device as "platform: kind", the device a shard's fits run on."""
     device = jax.devices()[0]
@@ -206,7 +189,8 @@ def run_shard(
     words = np.repeat(id_words(configs["config_id"].to_numpy()), r, axis=0)
     replicate = np.tile(np.arange(r), c)
     keys = lane_keys(spec.seed, words, replicate)
-    counts = lane_counts(_designs(configs, r), keys, spec.counts)
+    model = spec.rating_model
+    counts = lane_counts(model.lane_designs(configs, r), keys, spec.counts, model)
     lap("counts")
     schedule = schedule_for() if schedule is None else schedule
     nuts = resolve_loop(nuts_settings(spec), schedule.device)
@@ -242,13 +226,14 @@ def run_shard(
         if on_fits is not None and posterior is None:  # progress counts lanes, fitted or not
             on_fits(len(replicate))
         lap("estimators")
-    fits_table = _fits_table(configs, replicate, counts, estimates, fits)
+    fits_table = _fits_table(configs, replicate, counts, estimates, fits, model.count_fields)
     lap("tables")  # the fits' table; the surface's is added below
     gammas, powers = (
         np.asarray(v, np.float64).ravel()
         for v in np.meshgrid(spec.gamma, spec.power, indexing="ij")
     )
-    summaries = _summaries(configs, estimates, posterior, fits, r, gammas, powers)
+    truth = configs[model.truth].to_numpy(float)
+    summaries = _summaries(configs, truth, estimates, posterior, fits, r, gammas, powers)
     lap("summaries")
     surface = _surface_table(spec, shard.index, configs, gammas, powers, summaries)
     lap("tables")
@@ -270,6 +255,7 @@ def run_shard(
 
 def _summaries(
     configs: pd.DataFrame,
+    truth: np.ndarray,
     estimates: dict[str, Estimate],
     posterior: str | None,
     fits: FitResults | None,
@@ -290,7 +276,7 @@ def _summaries(
     """
     c = len(configs)
     rows = np.resize(np.arange(c), bucket(c))
-    alpha = configs["alpha"].to_numpy(float)[rows]
+    alpha = truth[rows]
 
     def per_config(x):
         return np.asarray(x).reshape(c, replicates)[rows]
@@ -333,7 +319,9 @@ def _strings(codes, words, null=None) -> pa.Array:
     return pa.DictionaryArray.from_arrays(indices, pa.array(list(words))).cast(pa.string())
 
 
-def _fits_table(configs, replicate, counts, estimates: dict[str, Estimate], fits) -> pa.Table:
+def _fits_table(
+    configs, replicate, counts, estimates: dict[str, Estimate], fits, count_fields
+) -> pa.Table:
     """One row per (configuration, replicate, estimator), the estimators in their order."""
     names = list(estimates)
     e, b = len(names), len(replicate)
@@ -350,7 +338,7 @@ def _fits_table(configs, replicate, counts, estimates: dict[str, Estimate], fits
         "replicate": each(replicate.astype(np.int32)),
         "estimator": _strings(np.tile(np.arange(e, dtype=np.int8), b), names),
     }
-    for name in COUNT_COLUMNS:
+    for name in count_fields:
         columns[name] = each(np.asarray(getattr(counts, name)).astype(np.int64))
     applicable = interleaved([estimates[n].applicable for n in names], bool)
     for column, field in (("estimate", 0), ("se", 1), ("ci_low", 2), ("ci_high", 3)):

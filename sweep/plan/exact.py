@@ -67,6 +67,7 @@ def exact_eps(
     """
     from binmetric_sweep.sweep.fits import fit_lanes
     from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
+    from binmetric_sweep.sweep.rating_model import BINARY
     from binmetric_sweep.sweep.schedule import bucket, schedule_for
 
     require_float64()
@@ -76,7 +77,7 @@ def exact_eps(
     if k == 0:
         return np.zeros(0)
     keys = lane_keys(0, np.zeros((k, 2), np.uint32), np.zeros(k, np.uint32))  # unused
-    counts = lane_counts(scenario_designs(p, index, n_phi, n_m), keys, "expected")
+    counts = lane_counts(scenario_designs(p, index, n_phi, n_m), keys, "expected", BINARY)
     schedule = schedule_for(chunk_size=chunk_size)
     fits = fit_lanes(counts, keys, "quadrature", nested=rule, schedule=schedule).fits
     # Eagerly run jax.numpy operations compile once per shape: padded to a few bucket

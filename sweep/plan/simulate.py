@@ -56,6 +56,7 @@ def simulate_tests(
     """
     from binmetric_sweep.sweep.fits import fit_lanes
     from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
+    from binmetric_sweep.sweep.rating_model import BINARY
     from binmetric_sweep.sweep.schedule import schedule_for
 
     require_float64()
@@ -73,7 +74,8 @@ def simulate_tests(
     replicate = np.tile(np.arange(r), 3 * s)
     keys = lane_keys(seed, lane_words, replicate)
     n_phi, n_m = np.asarray(n_phi)[index], np.asarray(n_m)[index]
-    counts = lane_counts(scenario_designs(p, index, n_phi, n_m, lane_alpha), keys, "sampled")
+    designs = scenario_designs(p, index, n_phi, n_m, lane_alpha)
+    counts = lane_counts(designs, keys, "sampled", BINARY)
     if estimator.posterior:
         schedule = schedule_for(chunk_size=chunk_size)
         fits = fit_lanes(counts, keys, "quadrature", schedule=schedule).fits

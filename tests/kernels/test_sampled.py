@@ -15,6 +15,7 @@ from binmetric_sweep.kernels.estimators import posterior_estimate
 from binmetric_sweep.kernels.summaries import FitResults, summarize_estimates
 from binmetric_sweep.sweep.fits import fit_lanes
 from binmetric_sweep.sweep.lanes import lane_counts, lane_keys
+from binmetric_sweep.sweep.rating_model import BINARY
 from tests.kernels.helpers import design
 
 pytestmark = pytest.mark.slow
@@ -38,7 +39,7 @@ def test_sampled_mode_is_unbiased_and_covers():
     words = np.stack([np.repeat(np.arange(c), REPLICATES), np.zeros(c * REPLICATES)], 1)
     replicate = np.tile(np.arange(REPLICATES), c)
     keys = lane_keys(2026, words, replicate)
-    counts = lane_counts(lanes, keys, "sampled")
+    counts = lane_counts(lanes, keys, "sampled", BINARY)
     fits = fit_lanes(counts, keys, "quadrature").fits
     per_config = FitResults(*(np.asarray(x).reshape(c, REPLICATES) for x in fits))
     estimates = posterior_estimate(*per_config[:4])

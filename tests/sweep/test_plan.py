@@ -28,6 +28,7 @@ from binmetric_sweep.sweep.plan import (
     simulate_tests,
     solve_relaxed,
 )
+from binmetric_sweep.sweep.rating_model import BINARY
 from binmetric_sweep.sweep.schedule import schedule_for
 from tests.kernels.helpers import published_table
 
@@ -94,7 +95,7 @@ def reference_eps(specs, index, n_phi, n_m) -> np.ndarray:
         rho_eta_known=np.array([x.paired.known for x in s]),
     )
     keys = lane_keys(1, np.zeros((size, 2), np.uint32), np.zeros(size, np.uint32))
-    counts = jax.tree.map(lambda v: v[:k], lane_counts(designs, keys, "expected"))
+    counts = jax.tree.map(lambda v: v[:k], lane_counts(designs, keys, "expected", BINARY))
     schedule = schedule_for(chunk_size=CHUNK)
     fits = fit_lanes(counts, keys[:k], "quadrature", schedule=schedule).fits
     gamma, power = np.array([x.gamma for x in s]), np.array([x.power for x in s])

@@ -1,0 +1,100 @@
+"""What is rated and how: one value the layers take, :data:`BINARY` its first instance.
+
+A rating model says what a campaign observes and what the estimators
+estimate. :data:`BINARY` is MODEL.md's model: one human label and one binary
+judge label per item, parameters (α, ρ, η), estimand α, the counts of
+:class:`kernels.counts.Counts`. The layers ask the value, not the model's
+functions by name: the grid hashes :attr:`RatingModel.id_text` into each
+configuration's ``config_id``, a shard builds its lanes' designs with
+:attr:`~RatingModel.lane_designs` and their counts with
+:attr:`~RatingModel.expected_counts` or :attr:`~RatingModel.draw_counts` (in
+:func:`sweep.lanes.lane_counts`), stores :attr:`~RatingModel.count_fields`
+in each fits row, and summarises each estimator against the configuration's
+:attr:`~RatingModel.truth` column.
+
+The log density and the exact quadrature rules are the binary model's in
+:mod:`sweep.fits` (through :mod:`sweep.cascade` and the NUTS programs); a
+second model brings its own there (docs/design.md, "Where a second rating
+model plugs in").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from binmetric_sweep.kernels import counts as binary_counts
+from binmetric_sweep.kernels.counts import Counts, Design
+from binmetric_sweep.kernels.paired import PairedKind, kinds_of_flags, separate
+from binmetric_sweep.sweep.lanes import lane_designs
+
+__all__ = ["BINARY", "RatingModel", "binary_id_text", "binary_lane_designs"]
+
+
+class RatingModel(NamedTuple):
+    """One rating model: what every layer needs of what is rated and how.
+
+    Attributes:
+        name: the model's name.
+        parameters: the configuration columns that are its rates (binary: alpha,
+            rho, eta).
+        truth: the configuration column its estimators estimate (binary: alpha).
+        count_fields: the fields of its counts a fits row stores, in order.
+        lane_designs: ``(configurations, replicates) -> design``: the ``(C·R,)`` lane
+            designs of a configurations table, each row repeated for its R replicates.
+        expected_counts: ``design -> counts`` of one lane (scalars): each count at its
+            rounded expected value (``counts: expected``).
+        draw_counts: ``(key, design) -> counts`` of one lane: one replicate's draw
+            (``counts: sampled``).
+        id_text: ``(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired) -> str``: the
+            text of one configuration hashed into its ``config_id`` (values as the
+            configurations table has them; ``paired`` a :class:`kernels.paired.PairedKind`).
+    """
+
+    name: str
+    parameters: tuple[str, ...]
+    truth: str
+    count_fields: tuple[str, ...]
+    lane_designs: Callable[[pd.DataFrame, int], Design]
+    expected_counts: Callable[[Design], Counts]
+    draw_counts: Callable[..., Counts]
+    id_text: Callable[..., str]
+
+
+def binary_id_text(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKind) -> str:
+    """``α|ρ|η|N_Φ|N_M|paired`` (reprs and integers); ``n_rho_eta`` and ``psi`` enter only for a
+    separate paired set, where they mean something
+    (:meth:`kernels.paired.PairedDesign.id_text`)."""
+    tail = separate(n_rho_eta, psi).id_text() if paired.separate else paired.value
+    return f"{alpha!r}|{rho!r}|{eta!r}|{int(n_phi)}|{int(n_m)}|{tail}"
+
+
+def binary_lane_designs(configurations: pd.DataFrame, replicates: int) -> Design:
+    """``(C·R,)`` binary lane designs (:func:`sweep.lanes.lane_designs`) of a configurations
+    table, each configuration repeated for its R replicates."""
+
+    def column(name, dtype=float):
+        return np.repeat(configurations[name].to_numpy(dtype=dtype, na_value=0), replicates)
+
+    return lane_designs(
+        *(column(name) for name in ("alpha", "rho", "eta", "n_phi", "n_m")),
+        paired=kinds_of_flags(column("shared_paired", bool), column("rho_eta_known", bool)),
+        n_rho_eta=column("n_rho_eta"),
+        psi=column("psi"),
+    )
+
+
+#: One human label and one binary judge label per item (MODEL.md).
+BINARY = RatingModel(
+    name="binary",
+    parameters=("alpha", "rho", "eta"),
+    truth="alpha",
+    count_fields=("n_pos", "n_tp", "n_pos_paired", "n_tn", "n_neg_paired", "m_pos"),
+    lane_designs=binary_lane_designs,
+    expected_counts=binary_counts.expected_counts,
+    draw_counts=binary_counts.draw_counts,
+    id_text=binary_id_text,
+)
