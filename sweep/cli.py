@@ -248,7 +248,7 @@ def _compare_parser(commands) -> None:
         PER_SYSTEM,
         RATE_MODELS,
     )
-    from binmetric_sweep.sweep.compare.ratings import COMBINE, REFUSE
+    from binmetric_sweep.sweep.compare.ratings import LABEL_POLICIES, REFUSE
 
     compare = commands.add_parser(
         "compare",
@@ -300,14 +300,14 @@ def _compare_parser(commands) -> None:
     compare.add_argument(
         "--seed", type=_count, default=0, metavar="N", help="seed of the NUTS draws (default 0)"
     )
-    # No choices: a rule refused (all) is refused with its reason (sweep.compare.ratings).
+    # No choices: a policy refused (all) is refused with its reason (sweep.compare.ratings).
     for flag, kind in (("--annotators", "human"), ("--judges", "metric")):
         compare.add_argument(
             flag,
             default=REFUSE.name,
-            metavar="{" + ",".join(COMBINE) + "}",
+            metavar="{" + ",".join(LABEL_POLICIES) + "}",
             help=f"with an item column: how several {kind} labels of one item combine: "
-            + _listed(COMBINE.values(), REFUSE.name),
+            + _listed(LABEL_POLICIES.values(), REFUSE.name),
         )
     compare.add_argument(
         "--estimator",
@@ -558,7 +558,7 @@ def _plan(args) -> int:
 
 
 def _compare(args) -> None:
-    from binmetric_sweep.sweep.compare import compare
+    from binmetric_sweep.sweep.compare import CompareOptions, compare
     from binmetric_sweep.sweep.compare.report import (
         comparison_json,
         comparison_text,
@@ -566,24 +566,14 @@ def _compare(args) -> None:
     )
 
     # Everything that can be refused is refused before the analysis runs.
-    from binmetric_sweep.sweep.estimates import estimators_of_option
     from binmetric_sweep.sweep.paths import check_out_dir
 
-    estimators_of_option(args.estimator)  # a misspelt --estimator is refused before -o is checked
-    if args.output:
-        from binmetric_sweep.sweep.plots import check_image_path
-
-        check_image_path(args.output)
-    if args.out:
-        check_out_dir(args.out)
     planning = {
         f: getattr(args, f) for f in ("cost_human", "power") if getattr(args, f) is not None
     }
-    if planning and args.cost_metric is None:
-        first = next(iter(planning)).replace("_", "-")
-        raise SweepError(f"--{first}: needs --cost-metric (what to rate next)")
-    result = compare(
-        args.ratings,
+    # The options are parsed once, into one value (a misspelt --estimator is refused
+    # before -o is checked); --cost-human and --power are read only with --cost-metric.
+    options = CompareOptions.of(
         rates=args.rates,
         gamma=args.gamma,
         level=args.level,
@@ -597,6 +587,16 @@ def _compare(args) -> None:
         estimator=args.estimator,
         **planning,
     )
+    if args.output:
+        from binmetric_sweep.sweep.plots import check_image_path
+
+        check_image_path(args.output)
+    if args.out:
+        check_out_dir(args.out)
+    if planning and args.cost_metric is None:
+        first = next(iter(planning)).replace("_", "-")
+        raise SweepError(f"--{first}: needs --cost-metric (what to rate next)")
+    result = compare(args.ratings, options)
     for line in result.reading.notes():
         print(f"sweep: {line}", file=sys.stderr)
     for line in result.warnings:

@@ -14,38 +14,35 @@ from dataclasses import replace
 
 import pandas as pd
 
-from binmetric_sweep.kernels.estimators import POSTERIOR, Estimator
-from binmetric_sweep.sweep.compare.analysis import (
-    Adjustment,
-    Comparison,
-    RateModel,
-    compare_systems,
-    parse_options,
-)
+from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
+from binmetric_sweep.sweep.compare.options import CompareOptions, Method, options_of
 from binmetric_sweep.sweep.compare.ratings import ratings_from_frame, read_ratings
 from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.estimates import ALL, estimators_of_option
 
-__all__ = ["Comparison", "compare"]
+__all__ = ["CompareOptions", "Comparison", "compare"]
+
+#: The keyword fields :func:`compare` takes in place of its options
+#: (:meth:`CompareOptions.of`).
+FIELDS = (
+    "rates",
+    "gamma",
+    "level",
+    "adjust",
+    "method",
+    "seed",
+    "cost_metric",
+    "cost_human",
+    "power",
+    "annotators",
+    "judges",
+    "progress",
+    "estimator",
+)
 
 
 def compare(
-    ratings: str | os.PathLike | pd.DataFrame,
-    *,
-    rates: str | RateModel = "per-system",
-    gamma: float = 0.05,
-    level: float = 0.95,
-    adjust: str | Adjustment = "none",
-    method: str = "quadrature",
-    seed: int = 0,
-    cost_metric: float | None = None,
-    cost_human: float = 1.0,
-    power: float = 0.8,
-    annotators: str = "refuse",
-    judges: str = "refuse",
-    progress: bool = False,
-    estimator: str | Estimator = POSTERIOR.name,
+    ratings: str | os.PathLike | pd.DataFrame, options: CompareOptions | None = None, **fields
 ) -> Comparison:
     """Compare the systems of a ratings file or DataFrame (one row per rated output, or per
     system with counts), as ``sweep compare``.
@@ -53,17 +50,24 @@ def compare(
     ::
 
         result = sweep.compare("examples/ratings.csv", rates="shared")
+        options = CompareOptions.of(rates="shared", adjust="holm")
+        result = sweep.compare("examples/ratings.csv", options)
         result.systems, result.pairs, result.warnings
 
+    ``options`` is a :class:`~.options.CompareOptions`, or in its place its keyword
+    fields (:meth:`CompareOptions.of`, the same names and defaults):
     ``rates`` is a rate model (:data:`~.analysis.RATE_MODELS`: "per-system",
     "shared") and ``adjust`` an adjustment (:data:`~.analysis.ADJUSTMENTS`: "none",
-    "holm", "bh"), each a value or its name; the settings name them.
+    "holm", "bh"), each a value or its name; the settings name them; ``gamma``
+    (0.05) and ``level`` (0.95) in (0, 1).
     ``method`` "nuts" computes the same comparison from NUTS draws (the check,
     :func:`~.sampled.compare_by_nuts`, with ``seed``). With ``cost_metric``, the
     pairs not significant also get the cheapest ratings that would make them so
-    (:func:`~.next_ratings.next_ratings`). ``annotators`` and ``judges`` say how
+    (:func:`~.next_ratings.next_ratings`, with ``cost_human`` 1 and ``power`` 0.8).
+    ``annotators`` and ``judges`` say how
     several human or metric labels of one item are combined ("refuse" or
-    "majority"; :mod:`~.ratings`); the result's ``reading`` says what was read.
+    "majority": label policies, :mod:`~.ratings`); the result's ``reading`` says
+    what was read.
     A DataFrame is read as a file of its columns would be, layout and messages
     alike (:func:`~.ratings.ratings_from_frame`). ``progress`` shows the quadrature's
     stages on standard error.
@@ -77,76 +81,59 @@ def compare(
 
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
+        TypeError: both ``options`` and fields, or a field not one of :data:`FIELDS`.
     """
+    # The options are parsed once, here, before the file is read: the value goes on down.
+    o = options_of(options, fields, "compare", FIELDS)
     # Compiled programs kept for the next run, as ``sweep run`` keeps them.
     use_compilation_cache(DEFAULT, strict=False)
-    # The options are parsed once, here, before the file is read: the values go on down.
-    model, adjustment = parse_options(rates, gamma, level, adjust)
-    rules = {"annotators": annotators, "judges": judges}
     if isinstance(ratings, pd.DataFrame):
-        counts, reading = ratings_from_frame(ratings, **rules)
+        counts, reading = ratings_from_frame(ratings, **o.label_policies)
     else:
-        counts, reading = read_ratings(ratings, **rules)
-    chosen = estimators_of_option(estimator)
-    posterior_only = len(chosen) == 1 and chosen[0].posterior
-    if not posterior_only and cost_metric is not None:
-        shown_as = estimator.name if isinstance(estimator, Estimator) else estimator
-        raise SweepError(
-            f"--cost-metric: plans the posterior's ratings; not with --estimator {shown_as}"
-        )
+        counts, reading = read_ratings(ratings, **o.label_policies)
     if len(counts) < 2:
         source = "ratings" if isinstance(ratings, pd.DataFrame) else os.fspath(ratings)
         only = f" ({counts['system'].iloc[0]!r})" if len(counts) else ""
         raise SweepError(f"{source}: a comparison needs two systems or more; it has one{only}")
-    if not any(e.posterior for e in chosen):
-        settings = {
-            "rates": model.name,
-            "gamma": float(gamma),
-            "level": float(level),
-            "adjust": adjustment.name,
-        }
-        return _by_estimator(counts, chosen, None, model, adjustment, settings, reading, rules)
-    options = {"rates": model, "gamma": gamma, "level": level, "adjust": adjustment}
-    if method == "nuts":
+    if not o.has_posterior:
+        return _by_estimator(counts, None, o, reading)
+    if o.method is Method.NUTS:
         from binmetric_sweep.sweep.compare.sampled import compare_by_nuts
 
-        result = compare_by_nuts(counts, **options, seed=seed)
-    elif method == "quadrature":
-        result = compare_systems(counts, **options, progress=progress)
+        result = compare_by_nuts(counts, o)
     else:
-        raise SweepError(f"--method: {method!r} is not allowed; allowed: quadrature, nuts")
-    if not posterior_only:
-        return _by_estimator(
-            counts, chosen, result, model, adjustment, result.settings, reading, rules
-        )
-    result = replace(result, reading=reading, settings={**result.settings, **rules})
-    if cost_metric is None:
+        result = compare_systems(counts, o)
+    if not o.posterior_only:
+        return _by_estimator(counts, result, o, reading)
+    settings = o.settings(posterior=True, sampler=result.settings, read=True)
+    result = replace(result, reading=reading, settings=settings)
+    if o.next_ratings is None:
         return result
     from binmetric_sweep.sweep.compare.next_ratings import next_ratings
 
-    pairs = next_ratings(result, cost_metric=cost_metric, cost_human=cost_human, power=power)
-    return replace(result, pairs=pairs)
+    return replace(result, pairs=next_ratings(result, o.next_ratings))
 
 
 def _by_estimator(
-    counts, estimators, posterior, model, adjustment, settings, reading, rules
+    counts: pd.DataFrame, posterior: Comparison | None, options: CompareOptions, reading
 ) -> Comparison:
-    """The ``estimators`` on ``counts`` under the rate model ``model`` and the
-    ``adjustment``: systems and pairs in long form, by estimator; ``posterior`` (the
-    posterior's comparison) gives the posterior's rows where ``estimators`` holds it."""
+    """The ``options``' estimators on ``counts`` under its rate model and adjustment:
+    systems and pairs in long form, by estimator; ``posterior`` (the posterior's
+    comparison) gives the posterior's rows where the estimators hold it."""
     from binmetric_sweep.sweep.compare.by_estimator import estimates_table, z_test_pairs
 
-    s = settings
-    systems = estimates_table(
-        counts, estimators, rates=model, level=s["level"], posterior=posterior
-    )
-    pairs = z_test_pairs(systems, gamma=s["gamma"], adjust=adjustment)
+    o, estimators = options, options.estimators
+    systems = estimates_table(counts, estimators, rates=o.rates, level=o.level, posterior=posterior)
+    pairs = z_test_pairs(systems, gamma=o.gamma, adjust=o.adjust)
     warnings = []
     if posterior is not None:
         name = next(e.name for e in estimators if e.posterior)
         pairs = pd.concat([posterior.pairs.assign(estimator=name), pairs], ignore_index=True)
         pairs = pairs[["estimator", *(c for c in pairs.columns if c != "estimator")]]
         warnings = posterior.warnings
-    one = estimators[0].name if len(estimators) == 1 else ALL
-    settings = {**s, **rules, "estimator": one}
+    settings = o.settings(
+        posterior=posterior is not None,
+        sampler=None if posterior is None else posterior.settings,
+        read=True,
+    )
     return Comparison(systems, pairs, settings, warnings, None, reading)

@@ -12,7 +12,8 @@ A rate model (how the systems' metric rates ρ, η are learnt: :data:`PER_SYSTEM
 that carry what differs between them; :data:`RATE_MODELS` and
 :data:`ADJUSTMENTS` hold them by the names ``--rates`` and ``--adjust`` take
 (the command's choices are built from them). A name is parsed into its value
-once, where it comes in (:meth:`RateModel.of`, :func:`parse_options`); below,
+once, where it comes in (:meth:`RateModel.of`, :func:`parse_options`, and with the
+other options of a comparison into one :class:`~.options.CompareOptions`); below,
 the layers call the value and never test a name.
 
 The numbers come from :mod:`binmetric_sweep.kernels.compare` (exact
@@ -23,8 +24,9 @@ that a system's row equals a sweep configuration's fit for the same counts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cache
 from statistics import NormalDist
 
@@ -46,8 +48,10 @@ __all__ = [
     "BH",
     "HOLM",
     "NO_ADJUSTMENT",
+    "Method",
     "PER_SYSTEM",
     "RATE_MODELS",
+    "SAMPLER_SETTINGS",
     "SHARED",
     "Adjustment",
     "Comparison",
@@ -55,6 +59,7 @@ __all__ = [
     "adjusted_tests",
     "benjamini_hochberg",
     "compare_systems",
+    "comparison_settings",
     "counts_of",
     "holm",
     "pair_table",
@@ -127,6 +132,31 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     p_better: np.ndarray | None = None
     reading: Reading | None = None
+
+
+class Method(Enum):
+    """How the posterior of a comparison is computed (``--method``); ``.value`` is the word
+    the flag and the settings (``"method"``) take."""
+
+    #: Exact quadrature (:func:`compare_systems`), the default.
+    QUADRATURE = "quadrature"
+    #: NumPyro's NUTS draws, as a check of the quadrature (:func:`~.sampled.compare_by_nuts`).
+    NUTS = "nuts"
+
+    @classmethod
+    def of(cls, given: str | Method) -> Method:
+        """The method ``given`` names (or is).
+
+        Raises:
+            SweepError: not a method's word (one line naming ``--method``).
+        """
+        if isinstance(given, Method):
+            return given
+        for method in cls:
+            if isinstance(given, str) and given == method.value:
+                return method
+        allowed = ", ".join(m.value for m in cls)
+        raise SweepError(f"--method: {given!r} is not allowed; allowed: {allowed}")
 
 
 @dataclass(frozen=True)
@@ -263,27 +293,22 @@ def counts_of(frame: pd.DataFrame) -> Counts:
     )
 
 
-def compare_systems(
-    counts: pd.DataFrame,
-    *,
-    rates: str | RateModel = "per-system",
-    gamma: float = 0.05,
-    level: float = 0.95,
-    adjust: str | Adjustment = "none",
-    progress: bool = False,
-) -> Comparison:
+def compare_systems(counts: pd.DataFrame, options=None, **fields) -> Comparison:
     """Posteriors of each system's α and P(α_a > α_b) for every pair, by exact quadrature.
 
     Args:
         counts: one row per system: ``system`` and the columns of
             :data:`binmetric_sweep.sweep.compare.ratings.COUNT_COLUMNS`.
+        options: the comparison's options (a :class:`~.options.CompareOptions`: its rate
+            model, γ, level, adjustment and progress are read); or, in its place, the
+            keyword fields:
         rates: a rate model or its name (:data:`RATE_MODELS`): "per-system" (each
-            system its own ρ, η) or "shared" (one ρ, η).
-        gamma: two-sided significance level of a pair's test.
-        level: credible level of each system's central interval.
-        adjust: an adjustment or its name (:data:`ADJUSTMENTS`): "holm" to control the
-            family-wise error over all pairs, "bh" the false discovery rate
-            (Benjamini–Hochberg).
+            system its own ρ, η, the default) or "shared" (one ρ, η).
+        gamma: two-sided significance level of a pair's test (default 0.05).
+        level: credible level of each system's central interval (default 0.95).
+        adjust: an adjustment or its name (:data:`ADJUSTMENTS`): "none" (the default),
+            "holm" to control the family-wise error over all pairs, "bh" the false
+            discovery rate (Benjamini–Hochberg).
         progress: show the stages' progress on standard error.
 
     An entry point: it switches JAX to float64 for this process, as
@@ -291,22 +316,77 @@ def compare_systems(
 
     Raises:
         SweepError: an option out of range (one line naming it).
+        TypeError: both ``options`` and fields, or a field not listed above.
     """
+    # The options value is read, not imported: options.py imports this module (its values).
+    if options is None:
+        unknown = [k for k in fields if k not in _QUADRATURE_FIELDS]
+        if unknown:
+            raise TypeError(f"compare_systems() got an unexpected keyword argument {unknown[0]!r}")
+        f = {**_QUADRATURE_FIELDS, **fields}
+        model, adjustment = parse_options(f["rates"], f["gamma"], f["level"], f["adjust"])
+        gamma, level, progress = float(f["gamma"]), float(f["level"]), bool(f["progress"])
+    elif fields:
+        raise TypeError(
+            "compare_systems(): give a CompareOptions or its keyword fields, not both "
+            f"(got options and {', '.join(fields)})"
+        )
+    else:
+        model, adjustment = options.rates, options.adjust
+        gamma, level, progress = options.gamma, options.level, options.progress
     jax.config.update("jax_enable_x64", True)
-    model, adjustment = parse_options(rates, gamma, level, adjust)
     steps = Progress(progress)
     moments, p, warnings = model.posterior(counts, level, steps)
     steps.close()
     systems, p_sorted = ranked(counts, model, moments, p)
-    settings = {
-        "rates": model.name,
-        "gamma": float(gamma),
-        "level": float(level),
-        "adjust": adjustment.name,
-        "method": "quadrature",
-    }
+    settings = comparison_settings(model, gamma, level, adjustment, Method.QUADRATURE)
     pairs = pair_table(systems, p_sorted, gamma, adjustment)
     return Comparison(systems, pairs, settings, warnings, p_sorted)
+
+
+#: The keyword fields :func:`compare_systems` takes in place of its options, with their
+#: defaults (those of :meth:`~.options.CompareOptions.of`).
+_QUADRATURE_FIELDS = {
+    "rates": "per-system",
+    "gamma": 0.05,
+    "level": 0.95,
+    "adjust": "none",
+    "progress": False,
+}
+#: What the NUTS check reports of its draws, in a comparison's settings after ``method``
+#: (:func:`~.sampled.compare_by_nuts`); the seed follows them.
+SAMPLER_SETTINGS = ("chains", "draws", "rhat_max", "ess_min")
+
+
+def comparison_settings(
+    rates: RateModel,
+    gamma: float,
+    level: float,
+    adjust: Adjustment,
+    method: Method | None = None,
+    sampler: Mapping | None = None,
+    seed: int = 0,
+    label_policies: Mapping | None = None,
+    estimator: str | None = None,
+) -> dict:
+    """A comparison's settings, as its outputs (text, JSON, Parquet, figures) carry them, in
+    this order: ``rates``, ``gamma``, ``level``, ``adjust`` (names and numbers); where the
+    posterior was computed its ``method``, and under :attr:`Method.NUTS`
+    :data:`SAMPLER_SETTINGS` from ``sampler`` and the ``seed``; for a ratings file read,
+    the ``label_policies`` (``annotators``, ``judges``: the names); and the ``estimator``
+    shown where the result is by estimator. The one place the settings are written
+    (:meth:`~.options.CompareOptions.settings` gives it its values)."""
+    out = {"rates": rates.name, "gamma": gamma, "level": level, "adjust": adjust.name}
+    if method is not None:
+        out["method"] = method.value
+        if method is Method.NUTS:
+            out.update({k: sampler[k] for k in SAMPLER_SETTINGS})
+            out["seed"] = seed
+    if label_policies is not None:
+        out.update({k: policy.name for k, policy in label_policies.items()})
+    if estimator is not None:
+        out["estimator"] = estimator
+    return out
 
 
 def ranked(

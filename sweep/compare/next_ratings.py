@@ -16,13 +16,15 @@ to each system is the plan's size less what it has.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Adjustment, Comparison
 from binmetric_sweep.sweep.errors import SweepError
 
-__all__ = ["NEXT_COLUMNS", "next_level", "next_ratings"]
+__all__ = ["NEXT_COLUMNS", "NextRatingsPlan", "next_level", "next_ratings"]
 
 #: Columns :func:`next_ratings` adds to the pairs table (NaN for a significant pair).
 NEXT_COLUMNS = (
@@ -34,25 +36,62 @@ NEXT_COLUMNS = (
 )
 
 
+class NextRatingsPlan(NamedTuple):
+    """What the plans of what to rate next are asked for (``--cost-metric``, ``--cost-human``,
+    ``--power``): checked once by :meth:`of`.
+
+    Attributes:
+        cost_metric: the price of a metric rating, > 0.
+        cost_human: the price of a human rating, > 0.
+        power: the power each pair's plan is asked for, in [0.5, 1).
+    """
+
+    cost_metric: float
+    cost_human: float = 1.0
+    power: float = 0.8
+
+    @classmethod
+    def of(cls, cost_metric: float, cost_human: float = 1.0, power: float = 0.8) -> NextRatingsPlan:
+        """The plan's costs and power, checked.
+
+        Raises:
+            SweepError: a cost or power out of range (one line naming the option).
+        """
+        for name, value in (("--cost-metric", cost_metric), ("--cost-human", cost_human)):
+            if not (np.isfinite(value) and value > 0):
+                raise SweepError(f"{name}: {value!r} is not allowed; give a price > 0")
+        if not 0.5 <= power < 1.0:
+            raise SweepError(f"--power: {power!r} is not allowed; give a number in [0.5, 1)")
+        return cls(float(cost_metric), float(cost_human), float(power))
+
+
 def next_ratings(
-    result: Comparison, *, cost_metric: float, cost_human: float = 1.0, power: float = 0.8
+    result: Comparison,
+    plan: NextRatingsPlan | None = None,
+    *,
+    cost_metric: float | None = None,
+    cost_human: float = 1.0,
+    power: float = 0.8,
 ) -> pd.DataFrame:
     """The pairs table with :data:`NEXT_COLUMNS` for every pair that is not significant.
 
-    ``add_cost`` is the cost of both systems' additional ratings; a pair whose
-    difference no amount of ratings can make significant (the metric saturates,
-    or the difference is 0) gets NaN there and in the counts.
+    ``plan`` (a :class:`NextRatingsPlan`) or ``cost_metric``, ``cost_human`` and
+    ``power`` say what the plans are asked for. ``add_cost`` is the cost of both
+    systems' additional ratings; a pair whose difference no amount of ratings can
+    make significant (the metric saturates, or the difference is 0) gets NaN there
+    and in the counts.
 
     Raises:
         SweepError: a cost or power out of range (one line naming the option).
+        TypeError: neither ``plan`` nor ``cost_metric``, or both.
     """
     from binmetric_sweep.sweep.plan import plan_grid
 
-    for name, value in (("--cost-metric", cost_metric), ("--cost-human", cost_human)):
-        if not (np.isfinite(value) and value > 0):
-            raise SweepError(f"{name}: {value!r} is not allowed; give a price > 0")
-    if not 0.5 <= power < 1.0:
-        raise SweepError(f"--power: {power!r} is not allowed; give a number in [0.5, 1)")
+    if (plan is None) == (cost_metric is None):
+        raise TypeError("next_ratings: give a NextRatingsPlan or cost_metric, one of them")
+    if plan is None:
+        plan = NextRatingsPlan.of(cost_metric, cost_human, power)
+    cost_metric, cost_human, power = plan
     pairs = result.pairs.copy()
     level = next_level(result)
     for column in NEXT_COLUMNS:

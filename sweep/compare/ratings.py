@@ -19,13 +19,14 @@ Both come out as one row per system: ``system``, :data:`COUNT_COLUMNS` and
 ``n_outputs``, with a :class:`Reading` that says what was read and combined.
 
 **Several labels of one output** (annotators; several judges or judge runs):
-an item with more than one human label is combined by the rule ``annotators``:
+an item with more than one human label is combined by the label policy ``annotators``
+(a :class:`LabelPolicy`):
 
 - ``refuse`` (the default): an error naming the first such item and its labels;
 - ``majority``: the label most of them give; a tie is refused the same way.
 
 Several metric labels are combined by ``judges`` in the same way. There is
-no rule that counts each label as a rating of its own: the labels of one item
+no policy that counts each label as a rating of its own: the labels of one item
 share one truth, so they are not independent ratings, and counting them as
 such would make every interval too narrow (an item's one human label would
 count once per judge label). Several judges need a model of their own (a
@@ -101,12 +102,12 @@ import pyarrow.parquet as pq
 from binmetric_sweep.sweep.errors import SweepError, shown
 
 __all__ = [
-    "COMBINE",
     "COUNT_COLUMNS",
-    "CombineRule",
     "LABEL_COLUMNS",
+    "LABEL_POLICIES",
     "MAJORITY",
     "REFUSE",
+    "LabelPolicy",
     "Ratings",
     "Reading",
     "check_counts",
@@ -124,9 +125,10 @@ COUNT_COLUMNS = ("n_phi", "n_pos", "n_rho_eta", "n_pos_paired", "n_tp", "n_tn", 
 LABEL_COLUMNS = ("human", "metric")
 
 
-class CombineRule(NamedTuple):
+class LabelPolicy(NamedTuple):
     """How several labels of one output are combined (``--annotators``, ``--judges``): one
-    value per rule, :data:`COMBINE` by name (the flags' list is built from it).
+    value per policy, :data:`LABEL_POLICIES` by name (the flags' list is built from it).
+    A policy for repeated labels, not a quadrature rule (docs/design.md, the glossary).
 
     Attributes:
         name: as the flags, the API and :class:`Reading` spell it.
@@ -140,15 +142,40 @@ class CombineRule(NamedTuple):
     description: str
     combines: bool
 
+    @staticmethod
+    def of(given: str | LabelPolicy, flag: str) -> LabelPolicy:
+        """The policy of :data:`LABEL_POLICIES` that ``given`` names (or is), for ``flag``
+        (``--annotators`` or ``--judges``).
+
+        Raises:
+            SweepError: ``all`` (with why no policy counts each label), or not a registered
+            policy or its name (one line naming ``flag`` and what is allowed).
+        """
+        if isinstance(given, LabelPolicy):
+            if LABEL_POLICIES.get(given.name) == given:
+                return LABEL_POLICIES[given.name]
+            allowed = ", ".join(LABEL_POLICIES)
+            raise SweepError(f"{flag}: {given.name!r} is not in LABEL_POLICIES; allowed: {allowed}")
+        if given == "all":
+            later = "; a later version will model several judges" if flag == "--judges" else ""
+            raise SweepError(
+                f"{flag}: 'all' is not allowed: {_NOT_INDEPENDENT}; use {flag} majority{later}"
+            )
+        if not isinstance(given, str) or given not in LABEL_POLICIES:
+            raise SweepError(
+                f"{flag}: {given!r} is not allowed; allowed: {', '.join(LABEL_POLICIES)}"
+            )
+        return LABEL_POLICIES[given]
+
 
 #: The default: an output with several labels of a kind is refused, naming it.
-REFUSE = CombineRule("refuse", "an error naming the item", combines=False)
+REFUSE = LabelPolicy("refuse", "an error naming the item", combines=False)
 #: The label most of them give; a tie is refused as :data:`REFUSE` refuses.
-MAJORITY = CombineRule("majority", "the label most of them give; a tie is refused", True)
+MAJORITY = LabelPolicy("majority", "the label most of them give; a tie is refused", True)
 #: How several labels of one output are combined (``--annotators``, ``--judges``), by
-#: name, the default first. No rule counts each label as a rating (``_NOT_INDEPENDENT``).
-COMBINE = {rule.name: rule for rule in (REFUSE, MAJORITY)}
-#: Why no rule counts each of several labels of one item as a rating of its own.
+#: name, the default first. No policy counts each label as a rating (``_NOT_INDEPENDENT``).
+LABEL_POLICIES = {policy.name: policy for policy in (REFUSE, MAJORITY)}
+#: Why no policy counts each of several labels of one item as a rating of its own.
 _NOT_INDEPENDENT = (
     "the labels of one item share one truth, so counting each as its own output makes the "
     "intervals too narrow"
@@ -217,7 +244,8 @@ class Reading:
             ``by_item``; for a counts table, N_Φ + N_M summed over systems.
         by_item: whether an output is a (system, item) (the file has ``item``).
         human_labels, metric_labels: labels read.
-        annotators, judges: the rules that combined several labels of one output.
+        annotators, judges: the names of the label policies (:class:`LabelPolicy`) that
+            combined several labels of one output.
         several_human, several_metric: outputs with more than one label of that kind.
         split_human, split_metric: those of them whose labels disagree.
         ignored: the file's other columns, not read.
@@ -284,16 +312,17 @@ class Reading:
                 f"{_names(list(self.unrated_systems))} (none of {'its' if one else 'their'} "
                 "rows has a label)"
             )
-        for flag, kind, rule, several, split in (
+        for flag, kind, policy, several, split in (
             ("--annotators", "human", self.annotators, self.several_human, self.split_human),
             ("--judges", "metric", self.judges, self.several_metric, self.split_metric),
         ):
-            if self.layout == "ratings" and not self.by_item and COMBINE[rule].combines:
+            combines = LABEL_POLICIES[policy].combines
+            if self.layout == "ratings" and not self.by_item and combines:
                 out.append(
-                    f"{flag} {rule}: the file has no item column, so each row is one "
+                    f"{flag} {policy}: the file has no item column, so each row is one "
                     "output and there is nothing to combine"
                 )
-            elif several and COMBINE[rule].combines:
+            elif several and combines:
                 out.append(
                     f"{flag} majority: {several:,} items with several {kind} labels took "
                     f"their majority ({split:,} of them disagreeing)"
@@ -315,17 +344,20 @@ class Ratings(NamedTuple):
 
 
 def read_ratings(
-    path: str | os.PathLike, *, annotators: str = "refuse", judges: str = "refuse"
+    path: str | os.PathLike,
+    *,
+    annotators: str | LabelPolicy = "refuse",
+    judges: str | LabelPolicy = "refuse",
 ) -> Ratings:
     """Read a ratings or counts table; return its counts, one row per system, and what was read.
 
     The format follows the suffix; the layout follows the columns (see the
-    module docstring). ``annotators`` and ``judges`` (:data:`COMBINE`) say
-    how several human or metric labels of one item are combined. Raises
-    :class:`SweepError` on any bad input, naming the file as given in ``path``; the rules
-    are checked before the file is read.
+    module docstring). ``annotators`` and ``judges`` (label policies or their names,
+    :data:`LABEL_POLICIES`) say how several human or metric labels of one item are
+    combined. Raises :class:`SweepError` on any bad input, naming the file as given in
+    ``path``; the policies are checked before the file is read.
     """
-    _check_rules(annotators, judges)
+    annotators, judges = _policies(annotators, judges)
     source = os.fspath(path)
     file = Path(path)
     _check_file(file, source)
@@ -348,35 +380,41 @@ def read_ratings(
 
 
 def ratings_from_frame(
-    frame: pd.DataFrame, *, annotators: str = "refuse", judges: str = "refuse"
+    frame: pd.DataFrame,
+    *,
+    annotators: str | LabelPolicy = "refuse",
+    judges: str | LabelPolicy = "refuse",
 ) -> Ratings:
     """A DataFrame read as a file of the same columns would be (:func:`read_ratings`).
 
-    The layout follows the columns, by the file's rule: ``human`` or
+    The layout follows the columns, as a file's does: ``human`` or
     ``metric`` make a ratings table (:func:`counts_from_ratings`, named
     "ratings" in errors), a count column alone a counts table
     (:func:`counts_table`, "counts"); a frame with neither, or a layout missing
     a column, is refused with the file's message.
     """
-    _check_rules(annotators, judges)
-    rules = {"annotators": annotators, "judges": judges}
+    policies = dict(zip(("annotators", "judges"), _policies(annotators, judges), strict=True))
     columns = set(frame.columns)
     counts = columns.intersection(COUNT_COLUMNS) and not columns.intersection(LABEL_COLUMNS)
     source = "counts" if counts else "ratings"
     needed = _select(frame.columns, source)
     if "human" in needed:
-        return counts_from_ratings(frame, source, **rules)
-    return counts_table(frame, source, **rules)
+        return counts_from_ratings(frame, source, **policies)
+    return counts_table(frame, source, **policies)
 
 
 def counts_table(
-    frame: pd.DataFrame, source: str, *, annotators: str = "refuse", judges: str = "refuse"
+    frame: pd.DataFrame,
+    source: str,
+    *,
+    annotators: str | LabelPolicy = "refuse",
+    judges: str | LabelPolicy = "refuse",
 ) -> Ratings:
     """A counts table (one row per system) checked by :func:`check_counts`, as :class:`Ratings`.
 
     ``annotators`` and ``judges`` are checked, and have nothing to combine.
     """
-    _check_rules(annotators, judges)
+    _policies(annotators, judges)
     counts = check_counts(frame, source)
     outputs = counts["n_phi"] + counts["n_m"]
     counts["n_outputs"] = outputs
@@ -388,7 +426,11 @@ def counts_table(
 
 
 def counts_from_ratings(
-    frame: pd.DataFrame, source: str, *, annotators: str = "refuse", judges: str = "refuse"
+    frame: pd.DataFrame,
+    source: str,
+    *,
+    annotators: str | LabelPolicy = "refuse",
+    judges: str | LabelPolicy = "refuse",
 ) -> Ratings:
     """Count a ratings table; return one row of counts per system, and what was read.
 
@@ -396,11 +438,12 @@ def counts_from_ratings(
     have ``item``; others are ignored. Without ``item`` each row is one output;
     with it, each (system, item), its labels gathered from all its rows and
     several labels of one kind combined by ``annotators`` (human) or
-    ``judges`` (metric), each one of :data:`COMBINE` (module docstring).
+    ``judges`` (metric), each a label policy of :data:`LABEL_POLICIES` or its name
+    (module docstring).
     Rows are numbered by position from 1 in errors (the index is not used);
     ``source`` names the table in them.
     """
-    _check_rules(annotators, judges)
+    annotators, judges = _policies(annotators, judges)
     _require(frame.columns, ("system", *LABEL_COLUMNS), source, _RATINGS_LAYOUT)
     _check_rows(frame, source)
     # Names and labels are checked on every row; the rows without a label are then dropped.
@@ -448,8 +491,8 @@ def counts_from_ratings(
         by_item=by_item,
         human_labels=int(labels.h.sum()),
         metric_labels=int(labels.m.sum()),
-        annotators=annotators,
-        judges=judges,
+        annotators=annotators.name,
+        judges=judges.name,
         several_human=int((labels.h > 1).sum()),
         several_metric=int((labels.m > 1).sum()),
         split_human=int(((labels.h_pos > 0) & (labels.h_pos < labels.h)).sum()),
@@ -787,16 +830,12 @@ def _names_column(values: pd.Series, column: str, source: str) -> tuple[np.ndarr
 # --- counts ----------------------------------------------------------------------------
 
 
-def _check_rules(annotators: str, judges: str) -> None:
-    """Return if both rules are in :data:`COMBINE`; raise otherwise (``all`` saying why not)."""
-    for flag, rule in (("--annotators", annotators), ("--judges", judges)):
-        if rule == "all":
-            later = "; a later version will model several judges" if flag == "--judges" else ""
-            raise SweepError(
-                f"{flag}: 'all' is not allowed: {_NOT_INDEPENDENT}; use {flag} majority{later}"
-            )
-        if rule not in COMBINE:
-            raise SweepError(f"{flag}: {rule!r} is not allowed; allowed: {', '.join(COMBINE)}")
+def _policies(
+    annotators: str | LabelPolicy, judges: str | LabelPolicy
+) -> tuple[LabelPolicy, LabelPolicy]:
+    """The label policies ``annotators`` and ``judges`` name (or are), annotators' first
+    (:meth:`LabelPolicy.of`: ``all`` refused saying why not)."""
+    return LabelPolicy.of(annotators, "--annotators"), LabelPolicy.of(judges, "--judges")
 
 
 def _output_codes(systems: np.ndarray, items: np.ndarray, n_items: int):
@@ -846,15 +885,15 @@ class _Where(NamedTuple):
         return f"{self.source}: row {self.rows[row] + 1}, column {column}: {name}"
 
 
-def _combined(n, pos, rule, kind, flag, where: _Where, output, labels):
-    """Per output: labels of one kind after ``rule`` (count, how many say 1); raise where
-    ``rule`` refuses an output (several labels under refuse, a tie under majority)."""
+def _combined(n, pos, policy: LabelPolicy, kind, flag, where: _Where, output, labels):
+    """Per output: labels of one kind after ``policy`` (count, how many say 1); raise where
+    ``policy`` refuses an output (several labels under refuse, a tie under majority)."""
     several = n > 1
     if not several.any():
         return n, pos
     said = lambda o: f"{pos[o]} × 1, {n[o] - pos[o]} × 0"  # noqa: E731
     labelled = np.flatnonzero(~np.isnan(labels))  # rows with a label of this kind
-    if not COMBINE[rule].combines:  # the first row that gives an output its second label
+    if not policy.combines:  # the first row that gives an output its second label
         row = int(labelled[pd.Series(output[labelled]).duplicated().to_numpy()][0])
         o = output[row]
         raise SweepError(

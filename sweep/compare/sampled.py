@@ -12,6 +12,8 @@ A pair's P(α_a > α_b) is the share of draws with
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,14 +24,13 @@ from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import MCMC, NUTS
 
 from binmetric_sweep.sweep.compare.analysis import (
-    Adjustment,
     Comparison,
     RateModel,
     counts_of,
     pair_table,
-    parse_options,
     ranked,
 )
+from binmetric_sweep.sweep.compare.options import CompareOptions, Method, options_of
 
 __all__ = ["NUTS_CHAINS", "compare_by_nuts"]
 
@@ -53,18 +54,23 @@ def _model(c, rates: RateModel):
 
 
 def compare_by_nuts(
-    counts: pd.DataFrame,
-    *,
-    rates: str | RateModel = "per-system",
-    gamma: float = 0.05,
-    level: float = 0.95,
-    adjust: str | Adjustment = "none",
-    seed: int = 0,
+    counts: pd.DataFrame, options: CompareOptions | None = None, **fields
 ) -> Comparison:
-    """The comparison of :func:`compare_systems` from NUTS draws (see the module's text);
-    ``rates`` and ``adjust`` are values or their names, as there."""
+    """The comparison of :func:`compare_systems` from NUTS draws (see the module's text).
+
+    ``options`` (:class:`~.options.CompareOptions`: its rate model, γ, level, adjustment
+    and seed are read), or in its place the keyword fields ``rates``, ``gamma``,
+    ``level``, ``adjust`` (values or their names, as for :func:`compare_systems`) and
+    ``seed`` (default 0).
+
+    Raises:
+        SweepError: an option out of range (one line naming it).
+        TypeError: both ``options`` and fields, or a field not listed above.
+    """
+    o = options_of(options, fields, "compare_by_nuts", _NUTS_FIELDS)
+    o = replace(o, method=Method.NUTS)
     jax.config.update("jax_enable_x64", True)
-    model, adjustment = parse_options(rates, gamma, level, adjust)
+    model, adjustment, level = o.rates, o.adjust, o.level
     c = counts_of(counts)
     data = {
         k: jnp.asarray(v, jnp.float64)
@@ -79,7 +85,7 @@ def compare_by_nuts(
         chain_method="vectorized",
         progress_bar=False,
     )
-    mcmc.run(jax.random.PRNGKey(seed))
+    mcmc.run(jax.random.PRNGKey(o.seed))
     draws = np.asarray(mcmc.get_samples(group_by_chain=True)["alpha"])  # (chains, draws, S)
     flat = draws.reshape(-1, draws.shape[-1])
     tail = (1 - level) / 2
@@ -90,23 +96,22 @@ def compare_by_nuts(
     p = np.mean(flat[:, :, None] > flat[:, None, :], axis=0)
     np.fill_diagonal(p, 0.5)
     systems, p = ranked(counts, model, (mean, sd, low, high), p)
-    settings = {
-        "rates": model.name,
-        "gamma": float(gamma),
-        "level": float(level),
-        "adjust": adjustment.name,
-        "method": "nuts",
+    sampler = {
         "chains": NUTS_CHAINS,
         "draws": NUTS_CHAINS * NUTS_SAMPLES,
         "rhat_max": float(np.max(rhat)),
         "ess_min": float(np.min(ess)),
-        "seed": int(seed),
     }
+    settings = o.settings(posterior=True, sampler=sampler)
     warnings = model.nuts_warnings(counts)
     if settings["rhat_max"] > RHAT_LIMIT or settings["ess_min"] < ESS_LIMIT:
         warnings.append(
             f"NUTS: largest R-hat {settings['rhat_max']:.3f}, smallest ESS "
             f"{settings['ess_min']:.0f}: the draws may not represent the posterior"
         )
-    pairs = pair_table(systems, p, gamma, adjustment)
+    pairs = pair_table(systems, p, o.gamma, adjustment)
     return Comparison(systems, pairs, settings, warnings, p)
+
+
+#: The keyword fields :func:`compare_by_nuts` takes in place of its options.
+_NUTS_FIELDS = ("rates", "gamma", "level", "adjust", "seed")

@@ -1,5 +1,5 @@
 """sweep compare's options as values: the rate models (``--rates``), the adjustments
-(``--adjust``) and the rules for several labels (``--annotators``, ``--judges``).
+(``--adjust``) and the label policies for several labels (``--annotators``, ``--judges``).
 
 The command's choices and help come from the registries, a name is parsed once into its
 value, and the layers call the value: a model or an adjustment registered in a test
@@ -39,7 +39,7 @@ from binmetric_sweep.sweep.compare.analysis import (
     parse_options,
 )
 from binmetric_sweep.sweep.compare.next_ratings import next_level
-from binmetric_sweep.sweep.compare.ratings import COMBINE, MAJORITY, REFUSE, CombineRule
+from binmetric_sweep.sweep.compare.ratings import LABEL_POLICIES, MAJORITY, REFUSE, LabelPolicy
 from binmetric_sweep.sweep.errors import SweepError
 
 COMPARE = pathlib.Path(analysis.__file__).parent
@@ -104,10 +104,11 @@ BONFERRONI = Adjustment(
 
 @pytest.fixture
 def registered(monkeypatch):
-    """The toy rate model, adjustment and label rule registered for one test."""
+    """The toy rate model, adjustment and label policy registered for one test."""
     monkeypatch.setitem(RATE_MODELS, HUMAN_ONLY.name, HUMAN_ONLY)
     monkeypatch.setitem(ADJUSTMENTS, BONFERRONI.name, BONFERRONI)
-    monkeypatch.setitem(COMBINE, "first", CombineRule("first", "the first label given", True))
+    first = LabelPolicy("first", "the first label given", True)
+    monkeypatch.setitem(LABEL_POLICIES, "first", first)
 
 
 def test_the_command_s_choices_and_help_are_the_registries():
@@ -122,8 +123,10 @@ def test_the_command_s_choices_and_help_are_the_registries():
     for flag in ("--annotators", "--judges"):
         # No argparse choices: all is refused with its reason (sweep.compare.ratings).
         assert options[flag].choices is None and options[flag].default == REFUSE.name
-        assert options[flag].metavar == "{" + ",".join(COMBINE) + "}" == "{refuse,majority}"
-        assert all(f"{r.name}: {r.description}" in options[flag].help for r in COMBINE.values())
+        metavar = "{" + ",".join(LABEL_POLICIES) + "}"
+        assert options[flag].metavar == metavar == "{refuse,majority}"
+        policies = LABEL_POLICIES.values()
+        assert all(f"{p.name}: {p.description}" in options[flag].help for p in policies)
 
 
 def test_a_value_registered_shows_up_in_the_command_without_editing_it(registered):
@@ -179,7 +182,7 @@ def test_names_parse_once_into_the_registered_values():
     assert RateModel.of(SHARED) is SHARED and RateModel.of(replace(SHARED)) is SHARED
     assert [Adjustment.of(n) for n in ("none", "holm", "bh")] == [NO_ADJUSTMENT, HOLM, BH]
     assert parse_options("shared", 0.05, 0.9, HOLM) == (SHARED, HOLM)
-    assert list(COMBINE.values()) == [REFUSE, MAJORITY]
+    assert list(LABEL_POLICIES.values()) == [REFUSE, MAJORITY]
     for call, message in (
         (lambda: RateModel.of("Shared"), "--rates: 'Shared' is not a rate model; allowed: "),
         (lambda: RateModel.of(["shared"]), "--rates: ['shared'] is not a rate model; allowed: "),
@@ -243,10 +246,10 @@ def name_tests(source: str, names: set[str]) -> list[int]:
     return lines
 
 
-def test_no_layer_tests_a_model_an_adjustment_or_a_rule_by_name():
+def test_no_layer_tests_a_model_an_adjustment_or_a_label_policy_by_name():
     """Nothing in sweep/compare/ compares a value to a rate model's, an adjustment's or a
-    label rule's name: the layers call the values (the registries look names up)."""
-    names = {*RATE_MODELS, *ADJUSTMENTS, *COMBINE}
+    label policy's name: the layers call the values (the registries look names up)."""
+    names = {*RATE_MODELS, *ADJUSTMENTS, *LABEL_POLICIES}
     found = {p.name: name_tests(p.read_text(), names) for p in sorted(COMPARE.glob("*.py"))}
     assert len(found) >= 8 and not any(found.values()), found
     # What the layers did before: found.
