@@ -247,6 +247,7 @@ def _compare_parser(commands) -> None:
         NO_ADJUSTMENT,
         PER_SYSTEM,
         RATE_MODELS,
+        Method,
     )
     from binmetric_sweep.sweep.compare.ratings import LABEL_POLICIES, REFUSE
 
@@ -293,8 +294,8 @@ def _compare_parser(commands) -> None:
     )
     compare.add_argument(
         "--method",
-        choices=("quadrature", "nuts"),
-        default="quadrature",
+        choices=tuple(m.value for m in Method),
+        default=Method.QUADRATURE.value,
         help="exact quadrature (the default), or NUTS draws as a check",
     )
     compare.add_argument(
