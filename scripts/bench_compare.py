@@ -41,7 +41,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sweep import Version, worktree  # noqa: E402
 
-from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
+from binmetric_sweep.sweep.storage.records import provenance, write_record  # noqa: E402
 
 #: Share of a system's ratings that are human (half of them paired).
 HUMAN_SHARE = 0.1

@@ -30,7 +30,7 @@ from statistics import median
 import yaml
 from bench_sweep import ROOT, Version, sweep_run
 
-from binmetric_sweep.sweep.records import StageLog, provenance
+from binmetric_sweep.sweep.storage.records import StageLog, provenance
 
 CLASSICAL = ["human_only", "judge_only", "rogan_gladen", "ppi", "ppi_pp"]
 REPLICATES = 2000
@@ -66,7 +66,7 @@ def main(argv=None) -> None:
     parser.add_argument("--fits", type=int, default=1_000_000)
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results"))
     args = parser.parse_args(argv)
-    from binmetric_sweep.sweep.shards import device_name
+    from binmetric_sweep.sweep.execution.shards import device_name
 
     work = Path(tempfile.mkdtemp(prefix="bench-estimators-"))
     present = Version("present", None)

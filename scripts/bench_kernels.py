@@ -16,7 +16,7 @@ Measures, on whatever device JAX has:
     default) as a sweep runs them;
   * optionally (``--nuts-chunks``), NUTS fits/s with the first of ``--loops`` when
     ``fit_lanes`` splits each lane group into chunks of each given size
-    instead of the device's (:func:`sweep.schedule.nuts_call`):
+    instead of the device's (:func:`sweep.execution.schedule.nuts_call`):
     smaller chunks pad less and let easy lanes finish without stepping with
     the hardest chain; larger ones may run wider on the device;
   * optionally (``--quadrature-chunks``), quadrature posteriors/s (the
@@ -26,17 +26,17 @@ Measures, on whatever device JAX has:
     ``--rule-chunks gauss_hermite=16384`` gives a rule's chunks their own
     size, ``--middle-rules on`` tries the rules between the Gauss–Hermite
     and the nested one on an accelerator too (``off``: not on CPU either)
-    (``schedule_for(rule_lanes=...)``, ``sweep.cascade.default_cascade``);
+    (``schedule_for(rule_lanes=...)``, ``sweep.execution.cascade.default_cascade``);
   * optionally (``--workers``), quadrature and NUTS throughput with each
     given number of chunks in flight at once (``Schedule.workers``;
-    the device's, :func:`sweep.schedule.schedule_for`, is one per CPU core,
+    the device's, :func:`sweep.execution.schedule.schedule_for`, is one per CPU core,
     and on an accelerator 2), and for NUTS how
     many fits' numbers differ from the default's (none should);
   * optionally (``--kernel-blocks``, ``--kernel-warps``), the chain kernel's
     fits/s with each block of chains and Triton warps per block;
   * lock-step efficiency, the mean leapfrog steps per lane over the steps the
     batch executes, with lanes in input order and ordered by
-    :func:`sweep.calls.difficulty`: for the leapfrog loop the maximum over
+    :func:`sweep.execution.calls.difficulty`: for the leapfrog loop the maximum over
     lanes of each lane's total (warm-up, searches and draws), and for the
     chain kernel the same per block of chains, for several block sizes (from
     the leapfrog loop's totals: the kernel's chains take the same steps).
@@ -99,17 +99,17 @@ from binmetric_sweep.kernels.logdensity import logdensity  # noqa: E402
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop  # noqa: E402
 from binmetric_sweep.kernels.quadrature import model_kind  # noqa: E402
 from binmetric_sweep.kernels.summaries import epsilon, fits_differing  # noqa: E402
-from binmetric_sweep.sweep.calls import difficulty, plan_chunks  # noqa: E402
-from binmetric_sweep.sweep.cascade import (  # noqa: E402
+from binmetric_sweep.sweep.execution.calls import difficulty, plan_chunks  # noqa: E402
+from binmetric_sweep.sweep.execution.cascade import (  # noqa: E402
     FULL_MODEL_RULES,
     default_cascade,
     nested,
 )
-from binmetric_sweep.sweep.fits import fit_lanes  # noqa: E402
-from binmetric_sweep.sweep.lanes import lane_keys  # noqa: E402
-from binmetric_sweep.sweep.programs import nuts_program  # noqa: E402
-from binmetric_sweep.sweep.records import StageLog, provenance  # noqa: E402
-from binmetric_sweep.sweep.schedule import nuts_call, schedule_for  # noqa: E402
+from binmetric_sweep.sweep.execution.fits import fit_lanes  # noqa: E402
+from binmetric_sweep.sweep.execution.programs import nuts_program  # noqa: E402
+from binmetric_sweep.sweep.execution.schedule import nuts_call, schedule_for  # noqa: E402
+from binmetric_sweep.sweep.spec.lanes import lane_keys  # noqa: E402
+from binmetric_sweep.sweep.storage.records import StageLog, provenance  # noqa: E402
 
 
 def sample_designs(n: int, seed: int) -> Design:
@@ -171,7 +171,7 @@ QUADRATURE_SECONDS = 2.0
 #: ``schedule_for(rule_lanes=...)`` for every quadrature run (``--rule-chunks``).
 RULE_CHUNKS: dict | None = None
 #: Whether every quadrature run's cascade has the middle rules
-#: (``--middle-rules``; None: :func:`sweep.cascade.default_cascade`'s choice).
+#: (``--middle-rules``; None: :func:`sweep.execution.cascade.default_cascade`'s choice).
 MIDDLE_RULES: bool | None = None
 
 
@@ -210,7 +210,7 @@ def timed_fits(
     returned is the median (a run of 4096 lanes, under half a second on the
     development CPU, came out up to 15 % apart from one run to the next).
     With ``info`` (a list), it receives the last timed run's
-    :class:`sweep.fits.FitInfo`.
+    :class:`sweep.execution.fits.FitInfo`.
     """
     quadrature = method == "quadrature"
     schedule = schedule_for(

@@ -29,7 +29,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 from binmetric_sweep.sweep.plan import PlanSpec, exact_eps, plan_grid, problems, simulate_tests  # noqa: E402
-from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
+from binmetric_sweep.sweep.storage.records import provenance, write_record  # noqa: E402
 
 
 def scenarios(n: int, seed: int, n_rho_eta: str) -> list[PlanSpec]:

@@ -38,8 +38,8 @@ import numpy as np
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 
 from binmetric_sweep.kernels.nuts import DrawSummary, summarize_draws
-from binmetric_sweep.sweep.records import provenance, write_record
-from binmetric_sweep.sweep.schedule import usable_cores
+from binmetric_sweep.sweep.execution.schedule import usable_cores
+from binmetric_sweep.sweep.storage.records import provenance, write_record
 
 
 def synthetic_draws(fits: int, chains: int, samples: int, seed: int = 0) -> np.ndarray:

@@ -38,7 +38,7 @@ import pandas as pd
 import yaml
 
 from binmetric_sweep.kernels.summaries import values_differ
-from binmetric_sweep.sweep.records import StageLog, provenance
+from binmetric_sweep.sweep.storage.records import StageLog, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,7 +159,7 @@ def main(argv=None) -> None:
     versions = [Version("present", None)]
     if args.baseline:
         versions.insert(0, Version(args.baseline, worktree(args.baseline, work / "baseline")))
-    from binmetric_sweep.sweep.shards import device_name
+    from binmetric_sweep.sweep.execution.shards import device_name
 
     result = {
         **provenance("bench_sweep.py", argv),

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from binmetric_sweep.sweep.records import write_record
+from binmetric_sweep.sweep.storage.records import write_record
 
 REPO = Path(__file__).resolve().parents[1]
 MODULES = ["tests/sweep/test_faults.py", "tests/sweep/test_ray_faults.py"]

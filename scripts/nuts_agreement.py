@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers
 
 from binmetric_sweep.kernels.nuts import LOOPS, NUTSSettings, resolve_loop  # noqa: E402
 from binmetric_sweep.kernels.summaries import epsilon  # noqa: E402
-from binmetric_sweep.sweep.fits import fit_lanes  # noqa: E402
-from binmetric_sweep.sweep.lanes import lane_keys  # noqa: E402
-from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
-from binmetric_sweep.sweep.schedule import schedule_for  # noqa: E402
+from binmetric_sweep.sweep.execution.fits import fit_lanes  # noqa: E402
+from binmetric_sweep.sweep.execution.schedule import schedule_for  # noqa: E402
+from binmetric_sweep.sweep.spec.lanes import lane_keys  # noqa: E402
+from binmetric_sweep.sweep.storage.records import provenance, write_record  # noqa: E402
 from tests.kernels.helpers import agreement_lanes  # noqa: E402
 
 

@@ -9,7 +9,7 @@ Two references, on full-model lanes of ``random_counts(n, seed)``
     (``tests.kernels.helpers.exact_summaries``), independent of the quadrature.
 
 Measured against both: the nested rule alone (``posterior_summary``), and
-what a sweep computes (``sweep.fits.fit_lanes``: the Gauss–Hermite rule on
+what a sweep computes (``sweep.execution.fits.fit_lanes``: the Gauss–Hermite rule on
 the lanes it accepts, Gauss–Hermite in (α, t) or, for few paired ratings,
 in t outermost, and then the nested rule with a Gauss–Hermite t axis where
 they accept, the nested rule on the rest; s exact for few paired ratings), with
@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers
 
 from binmetric_sweep.kernels.counts import Counts  # noqa: E402
 from binmetric_sweep.kernels.quadrature import QuadratureRule, posterior_summary  # noqa: E402
-from binmetric_sweep.sweep.cascade import FULL_MODEL_RULES  # noqa: E402
-from binmetric_sweep.sweep.fits import fit_lanes  # noqa: E402
-from binmetric_sweep.sweep.records import provenance, write_record  # noqa: E402
+from binmetric_sweep.sweep.execution.cascade import FULL_MODEL_RULES  # noqa: E402
+from binmetric_sweep.sweep.execution.fits import fit_lanes  # noqa: E402
+from binmetric_sweep.sweep.storage.records import provenance, write_record  # noqa: E402
 from tests.kernels.helpers import exact_summaries, full_model_lanes  # noqa: E402
 
 #: The reference: at least twice the default nodes in every rule, a wider t and s window.
@@ -58,7 +58,8 @@ def summaries(counts: Counts, rule: QuadratureRule, level: float = 0.95) -> np.n
 
 
 def driver_summaries(counts: Counts, level: float = 0.95) -> tuple[np.ndarray, dict]:
-    """``(B, 4)`` as :func:`summaries` from :func:`sweep.fits.fit_lanes`; each rule's share."""
+    """``(B, 4)`` as :func:`summaries` from :func:`sweep.execution.fits.fit_lanes`; each rule's
+    share."""
     fits, info = fit_lanes(counts, None, "quadrature", level=level)
     rules = info.rules
     out = np.stack([fits.post_mean, fits.post_sd, fits.ci_low, fits.ci_high], axis=1)

@@ -38,7 +38,7 @@ import pandas as pd
 
 from binmetric_sweep import sweep
 from binmetric_sweep.sweep.compare import compare
-from binmetric_sweep.sweep.records import provenance, write_record
+from binmetric_sweep.sweep.storage.records import provenance, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 ARENA = ROOT / "examples" / "arena_judge_gpt-4o-mini.csv"

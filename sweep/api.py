@@ -1,9 +1,9 @@
 """The Python API: run a sweep, ask how far it is, load what it made.
 
 The pipeline is sweep file → configurations → shards → fits → Parquet: each
-step is its own function (:func:`sweep.config.load_sweep`,
-:func:`sweep.grid.expand_grid`, :func:`sweep.shards.make_shards`,
-:func:`sweep.shards.run_shard`, :class:`sweep.store.Store`) and :func:`run`
+step is its own function (:func:`sweep.spec.config.load_sweep`,
+:func:`sweep.spec.grid.expand_grid`, :func:`sweep.execution.shards.make_shards`,
+:func:`sweep.execution.shards.run_shard`, :class:`sweep.storage.store.Store`) and :func:`run`
 chains them. The CLI is a thin layer over these functions.
 """
 
@@ -22,14 +22,18 @@ import jax
 import pandas as pd
 
 from binmetric_sweep.kernels.summaries import FitResults
-from binmetric_sweep.sweep.compile_cache import DEFAULT, CompileClock, use_compilation_cache
-from binmetric_sweep.sweep.config import SweepSpec, load_sweep, spec_from_canonical
+from binmetric_sweep.sweep.display.progress import ProgressBar
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
+from binmetric_sweep.sweep.execution.compile_cache import (
+    DEFAULT,
+    CompileClock,
+    use_compilation_cache,
+)
+from binmetric_sweep.sweep.execution.shards import make_shards
 from binmetric_sweep.sweep.paths import check_out_dir
-from binmetric_sweep.sweep.progress import ProgressBar
-from binmetric_sweep.sweep.shards import make_shards
-from binmetric_sweep.sweep.store import Store, open_store, read_manifest
+from binmetric_sweep.sweep.spec.config import SweepSpec, load_sweep, spec_from_canonical
+from binmetric_sweep.sweep.spec.grid import DEFAULT_MAX_CONFIGURATIONS, expand_grid
+from binmetric_sweep.sweep.storage.store import Store, open_store, read_manifest
 
 __all__ = [
     "IncompleteSweepWarning",
@@ -197,18 +201,18 @@ def run(
         out: the output directory (created; must be new, empty, or hold this sweep).
         backend: "local" (in-process, CPU or GPU) or "ray".
         address: Ray cluster address (else ``RAY_ADDRESS``, else a local Ray).
-        progress: show a progress bar of fits on standard error (:mod:`sweep.progress`);
+        progress: show a progress bar of fits on standard error (:mod:`sweep.display.progress`);
             None (the default): when standard error is a terminal.
         max_configurations: refuse sweeps with more fits than this.
         fault: fault-injection hook applied to each shard's fits (tests).
         compile_cache: where to keep traced and compiled programs for later runs: a
             directory, "default" (the default:
-            :func:`sweep.compile_cache.default_cache_dir`) or None (not at all,
+            :func:`sweep.execution.compile_cache.default_cache_dir`) or None (not at all,
             unless JAX already has a cache directory); on Ray, each worker
-            process uses the same request. See :mod:`sweep.compile_cache`.
+            process uses the same request. See :mod:`sweep.execution.compile_cache`.
         shards_ahead: with the local backend, shards begun before the one in
-            hand is written (:func:`sweep.runners.run_local`; None: the
-            device's, :func:`sweep.schedule.schedule_for`). The numbers do not
+            hand is written (:func:`sweep.execution.runners.run_local`; None: the
+            device's, :func:`sweep.execution.schedule.schedule_for`). The numbers do not
             depend on it.
 
     Raises:
@@ -245,13 +249,13 @@ def run(
                 bar.add(n)
 
         if backend == "local":
-            from binmetric_sweep.sweep.runners import run_local
-            from binmetric_sweep.sweep.schedule import schedule_for
+            from binmetric_sweep.sweep.execution.runners import run_local
+            from binmetric_sweep.sweep.execution.schedule import schedule_for
 
             schedule = schedule_for(shards_ahead=shards_ahead)
             results = run_local(spec, todo, schedule=schedule, on_fits=on_fits, fault=fault)
         else:
-            from binmetric_sweep.sweep.ray_runner import run_ray
+            from binmetric_sweep.sweep.execution.ray_runner import run_ray
 
             # A named directory as this process resolved it, for workers elsewhere.
             request = compile_cache if cache is None or compile_cache == DEFAULT else cache
@@ -351,10 +355,10 @@ def _load(out: str | Path, table: str, filters: dict) -> pd.DataFrame:
         raise SweepError(f"DIR: {str(out)!r} has no finished shards yet")
     frame = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
     if filters:
-        from binmetric_sweep.sweep.tables import filter_surface
+        from binmetric_sweep.sweep.display.tables import filter_surface
 
         frame = filter_surface(frame, filters, option=None)
-    # What the rows cannot say themselves: the intervals' nominal level (sweep.tables
+    # What the rows cannot say themselves: the intervals' nominal level (sweep.display.tables
     # marks estimators that cover far less often) and how much of the sweep they are.
     frame.attrs.update(
         dir=str(out),

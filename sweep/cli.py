@@ -15,9 +15,9 @@ import sys
 from collections.abc import Sequence
 
 from binmetric_sweep.kernels.estimators import POSTERIOR, registered
-from binmetric_sweep.sweep.compile_cache import DEFAULT as DEFAULT_COMPILE_CACHE
 from binmetric_sweep.sweep.errors import SweepError, shown
-from binmetric_sweep.sweep.grid import DEFAULT_MAX_CONFIGURATIONS
+from binmetric_sweep.sweep.execution.compile_cache import DEFAULT as DEFAULT_COMPILE_CACHE
+from binmetric_sweep.sweep.spec.grid import DEFAULT_MAX_CONFIGURATIONS
 from binmetric_sweep.sweep.version import __version__
 
 __all__ = ["main", "build_parser"]
@@ -439,7 +439,7 @@ def _view_surface(directory: str, what: str):
 
 
 def _show(args) -> None:
-    from binmetric_sweep.sweep.tables import (
+    from binmetric_sweep.sweep.display.tables import (
         coverage_note,
         format_table,
         mark_table,
@@ -464,9 +464,9 @@ def _show(args) -> None:
 
 
 def _plot(args) -> None:
+    from binmetric_sweep.sweep.display.plots import plot_surface
+    from binmetric_sweep.sweep.display.tables import parse_where
     from binmetric_sweep.sweep.paths import check_file_path
-    from binmetric_sweep.sweep.plots import plot_surface
-    from binmetric_sweep.sweep.tables import parse_where
 
     check_file_path(args.output, "-o")  # before the surface is read
     path = plot_surface(
@@ -487,7 +487,8 @@ def _plot(args) -> None:
 
 
 def _plan(args) -> int:
-    from binmetric_sweep.sweep.estimates import estimators_of_option
+    from binmetric_sweep.sweep.display.plots import check_image_path
+    from binmetric_sweep.sweep.execution.estimates import estimators_of_option
     from binmetric_sweep.sweep.plan import (
         flag_spec,
         load_plan_grid,
@@ -496,7 +497,6 @@ def _plan(args) -> int:
         plans_json,
         plot_frontier,
     )
-    from binmetric_sweep.sweep.plots import check_image_path
 
     given = {f: getattr(args, f) for f in PLAN_FIELDS if getattr(args, f) is not None}
     chosen = estimators_of_option(args.estimator)
@@ -589,7 +589,7 @@ def _compare(args) -> None:
         **planning,
     )
     if args.output:
-        from binmetric_sweep.sweep.plots import check_image_path
+        from binmetric_sweep.sweep.display.plots import check_image_path
 
         check_image_path(args.output)
     if args.out:

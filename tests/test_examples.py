@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from binmetric_sweep.sweep.config import load_sweep
-from binmetric_sweep.sweep.grid import expand_grid
+from binmetric_sweep.sweep.spec.config import load_sweep
+from binmetric_sweep.sweep.spec.grid import expand_grid
 from tests import examples
 
 SOURCES = examples.sources()

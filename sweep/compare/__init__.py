@@ -17,8 +17,8 @@ import pandas as pd
 from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
 from binmetric_sweep.sweep.compare.options import CompareOptions, Method, options_of
 from binmetric_sweep.sweep.compare.ratings import ratings_from_frame, read_ratings
-from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.execution.compile_cache import DEFAULT, use_compilation_cache
 
 __all__ = ["CompareOptions", "Comparison", "compare"]
 

@@ -18,7 +18,7 @@ the layers call the value and never test a name.
 
 The numbers come from :mod:`binmetric_sweep.kernels.compare` (exact
 quadrature) and, for each system's moments under per-system rates, from the
-sweep's own posterior (:func:`binmetric_sweep.sweep.fits.fit_lanes`), so
+sweep's own posterior (:func:`binmetric_sweep.sweep.execution.fits.fit_lanes`), so
 that a system's row equals a sweep configuration's fit for the same counts.
 """
 
@@ -39,9 +39,9 @@ from binmetric_sweep.kernels import compare as kc
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.quadrature import QuadratureRule, alpha_log_marginal
 from binmetric_sweep.sweep.compare.ratings import Reading
-from binmetric_sweep.sweep.compile_cache import ExportedProgram
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.fits import fit_lanes
+from binmetric_sweep.sweep.execution.compile_cache import ExportedProgram
+from binmetric_sweep.sweep.execution.fits import fit_lanes
 
 __all__ = [
     "ADJUSTMENTS",

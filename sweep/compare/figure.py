@@ -40,7 +40,7 @@ method (for the posterior) or the estimator, γ and the intervals' level.
 The figure is two paper columns wide (:data:`FIGURE_WIDTH`) with 7–8 pt text,
 as tall as its rows need up to :data:`MAX_HEIGHT` (100 systems fit, their
 names in smaller type, or every k-th named when even that does not fit). As
-in :mod:`binmetric_sweep.sweep.plots`, matplotlib is imported inside the
+in :mod:`binmetric_sweep.sweep.display.plots`, matplotlib is imported inside the
 functions and drawn on a bare Agg canvas, never through pyplot.
 """
 
@@ -58,8 +58,15 @@ import pandas as pd
 
 from binmetric_sweep.kernels.estimators import is_posterior
 from binmetric_sweep.sweep.compare.analysis import ADJUSTMENTS, NO_ADJUSTMENT, Adjustment
+from binmetric_sweep.sweep.display.plots import (
+    DPI,
+    FONT,
+    SMALL,
+    SYMBOLS,
+    check_image_path,
+    save_figure,
+)
 from binmetric_sweep.sweep.errors import SweepError, shown
-from binmetric_sweep.sweep.plots import DPI, FONT, SMALL, SYMBOLS, check_image_path, save_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -259,7 +266,8 @@ def _blank_figure(width: float, height: float) -> Figure:
 
 
 def _style(ax: Axes) -> None:
-    """Paper text sizes and light lines on ``ax`` (as in :mod:`~binmetric_sweep.sweep.plots`)."""
+    """Paper text sizes and light lines on ``ax`` (as in
+    :mod:`~binmetric_sweep.sweep.display.plots`)."""
     ax.tick_params(labelsize=SMALL, length=2.5, width=0.6, pad=2)
     ax.xaxis.label.set_fontsize(FONT)
     ax.yaxis.label.set_fontsize(FONT)

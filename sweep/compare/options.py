@@ -37,7 +37,7 @@ from binmetric_sweep.sweep.compare.analysis import (
 from binmetric_sweep.sweep.compare.next_ratings import NextRatingsPlan
 from binmetric_sweep.sweep.compare.ratings import REFUSE, LabelPolicy
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.estimates import ALL, estimators_of_option
+from binmetric_sweep.sweep.execution.estimates import ALL, estimators_of_option
 
 __all__ = ["SAMPLER_SETTINGS", "CompareOptions", "Method", "NextRatingsPlan", "options_of"]
 # Method, SAMPLER_SETTINGS and NextRatingsPlan live with what computes them (analysis,

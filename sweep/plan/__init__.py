@@ -41,7 +41,7 @@ How (see :func:`plan_grid`):
    optax Adam on (log(1 + N_Φ), log(1 + N_M)), vmapped over scenarios and run as one
    jitted ``lax.scan`` (:func:`solve_relaxed`); twice, the second time with κ.
 3. **Confirm on integers** with the exact quadrature
-   (:func:`sweep.fits.fit_lanes`, every lane of every scenario batched into
+   (:func:`sweep.execution.fits.fit_lanes`, every lane of every scenario batched into
    one call per round): for N_M at the relaxed optimum ×2^(k/4), k = −4…4, at
    0 (humans alone) and at :data:`UNLIMITED` (the metric's floor), the least
    N_Φ meeting the target, and for N_Φ = ⌊N_Φ*⌋, ⌈N_Φ*⌉ (and 0 where ρ, η do

@@ -18,7 +18,7 @@ __all__ = ["EpsMemo", "exact_eps", "scenario_designs"]
 
 
 def scenario_designs(p: Problems, index, n_phi, n_m, alpha=None) -> Design:
-    """``(K,)`` designs of lanes (:func:`sweep.lanes.lane_designs`): each lane scenario
+    """``(K,)`` designs of lanes (:func:`sweep.spec.lanes.lane_designs`): each lane scenario
     ``index``'s rates and paired design, at its sizes and at ``alpha`` if given.
 
     Args:
@@ -28,7 +28,7 @@ def scenario_designs(p: Problems, index, n_phi, n_m, alpha=None) -> Design:
         alpha: ``(K,)`` α of each lane (default: its scenario's); a separate paired set's
             share ψ of adequate items is the lane's α.
     """
-    from binmetric_sweep.sweep.lanes import lane_designs
+    from binmetric_sweep.sweep.spec.lanes import lane_designs
 
     index = np.asarray(index, int)
     return lane_designs(
@@ -65,10 +65,10 @@ def exact_eps(
         ``(K,)`` √2·σ·(z₁₋γ/₂ + z_power); 1 where N_Φ = N_M = 0 (no evidence,
         the surfaces' convention); +inf where the fit is not finite.
     """
-    from binmetric_sweep.sweep.fits import fit_lanes
-    from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
-    from binmetric_sweep.sweep.rating_model import BINARY
-    from binmetric_sweep.sweep.schedule import bucket, schedule_for
+    from binmetric_sweep.sweep.execution.fits import fit_lanes
+    from binmetric_sweep.sweep.execution.schedule import bucket, schedule_for
+    from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys, require_float64
+    from binmetric_sweep.sweep.spec.rating_model import BINARY
 
     require_float64()
     index = np.asarray(index, int)

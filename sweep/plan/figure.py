@@ -1,14 +1,11 @@
-"""The planner's frontier as a figure for a paper, in the style of :mod:`sweep.plots`."""
+"""The planner's frontier as a figure for a paper, in the style of :mod:`sweep.display.plots`."""
 
 from __future__ import annotations
 
 import pathlib
 from typing import TYPE_CHECKING
 
-from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.plan.report import Plan
-from binmetric_sweep.sweep.plan.spec import PlanSpec
-from binmetric_sweep.sweep.plots import (
+from binmetric_sweep.sweep.display.plots import (
     COLUMN_WIDTH,
     FONT,
     SYMBOLS,
@@ -25,6 +22,9 @@ from binmetric_sweep.sweep.plots import (
     tick_number,
     wrap_phrases,
 )
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.plan.report import Plan
+from binmetric_sweep.sweep.plan.spec import PlanSpec
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -104,7 +104,7 @@ def plot_frontier(result: Plan, out: str | pathlib.Path) -> pathlib.Path:
     """Draw the frontier (least N_Φ against N_M), the plan and humans alone; returns the path.
 
     One paper column wide, titled with the target and the scenario, saved
-    uncropped (:func:`frontier_figure`, :func:`binmetric_sweep.sweep.plots.save_figure`);
+    uncropped (:func:`frontier_figure`, :func:`binmetric_sweep.sweep.display.plots.save_figure`);
     the directory is created if missing.
     """
     if not result.frontier:

@@ -20,8 +20,8 @@ from binmetric_sweep.kernels.estimators import (
     registered,
 )
 from binmetric_sweep.kernels.paired import PairedDesign
-from binmetric_sweep.sweep.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.errors import SweepError, shown
+from binmetric_sweep.sweep.execution.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.plan.exact import EpsMemo
 from binmetric_sweep.sweep.plan.pilot import read_pilot
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, relax_with_kappa

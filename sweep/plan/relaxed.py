@@ -11,10 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from binmetric_sweep.sweep.config import MAX_SIZE
-from binmetric_sweep.sweep.lanes import require_float64
 from binmetric_sweep.sweep.plan.exact import EpsMemo
 from binmetric_sweep.sweep.plan.spec import Problems
+from binmetric_sweep.sweep.spec.config import MAX_SIZE
+from binmetric_sweep.sweep.spec.lanes import require_float64
 
 __all__ = ["Relaxed", "SolverSettings", "relax_with_kappa", "relaxed_sd", "solve_relaxed"]
 

@@ -17,7 +17,7 @@ __all__ = ["simulate_tests"]
 
 
 def _words(spec: PlanSpec, role: str) -> np.ndarray:
-    """Two uint32 words naming (scenario, system) for :func:`sweep.lanes.lane_keys`."""
+    """Two uint32 words naming (scenario, system) for :func:`sweep.spec.lanes.lane_keys`."""
     text = f"plan|{spec.model_dump_json()}|{role}"
     value = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
     return np.array([value & 0xFFFFFFFF, value >> 32], np.uint32)
@@ -54,10 +54,10 @@ def simulate_tests(
     Returns:
         ``(S,)`` power, its MCSE, type-I rate, its MCSE (finite fits only).
     """
-    from binmetric_sweep.sweep.fits import fit_lanes
-    from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
-    from binmetric_sweep.sweep.rating_model import BINARY
-    from binmetric_sweep.sweep.schedule import schedule_for
+    from binmetric_sweep.sweep.execution.fits import fit_lanes
+    from binmetric_sweep.sweep.execution.schedule import schedule_for
+    from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys, require_float64
+    from binmetric_sweep.sweep.spec.rating_model import BINARY
 
     require_float64()
     s, r = len(specs), int(replicates)

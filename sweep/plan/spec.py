@@ -24,8 +24,8 @@ from pydantic import (
 )
 
 from binmetric_sweep.kernels.paired import KNOWN, SHARED, PairedDesign, separate
-from binmetric_sweep.sweep.config import MAX_SIZE
 from binmetric_sweep.sweep.errors import SweepError, shown
+from binmetric_sweep.sweep.spec.config import MAX_SIZE
 
 __all__ = [
     "BUDGET_SLACK",

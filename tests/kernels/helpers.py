@@ -129,13 +129,13 @@ def random_counts(n: int, seed: int, known_share: float = 0.0) -> Counts:
 
 def _sweep_program(summary: Callable, args: tuple, kwargs: dict):
     """The sweep's own compiled program of ``summary(lane, *args, **kwargs)``
-    (:mod:`sweep.programs`), with CPU's slices: its compile is the sweep's, which
+    (:mod:`sweep.execution.programs`), with CPU's slices: its compile is the sweep's, which
     the session's cache then holds once for both."""
     from binmetric_sweep.kernels.gauss_hermite import alpha_t_summary, laplace_summary
     from binmetric_sweep.kernels.quadrature import hermite_t_summary, posterior_summary
     from binmetric_sweep.kernels.t_outer import t_outer_summary
-    from binmetric_sweep.sweep import programs
-    from binmetric_sweep.sweep.schedule import CPU_RULE_SLICES
+    from binmetric_sweep.sweep.execution import programs
+    from binmetric_sweep.sweep.execution.schedule import CPU_RULE_SLICES
 
     bound = inspect.signature(summary).bind(None, *args, **kwargs)
     bound.apply_defaults()
@@ -164,12 +164,12 @@ def per_lane(summary: Callable, lanes: Counts, *args, **kwargs):
     """``summary(lane, *args, **kwargs)`` of each of the ``(B,)`` ``lanes``, as NumPy arrays.
 
     Computed by the sweep's own program for that rule and settings
-    (:mod:`sweep.programs`, calls of the CPU's 64 lanes, the last padded), so
+    (:mod:`sweep.execution.programs`, calls of the CPU's 64 lanes, the last padded), so
     that each rule compiles once a session, for the sweep and the tests alike,
     and a lane's numbers are the sweep's. ``args`` and ``kwargs`` are the
     rule's settings.
     """
-    from binmetric_sweep.sweep.schedule import CPU_QUADRATURE_LANES as size
+    from binmetric_sweep.sweep.execution.schedule import CPU_QUADRATURE_LANES as size
 
     fn = _sweep_program(summary, args, kwargs)
     lanes = jax.tree.map(np.asarray, lanes)

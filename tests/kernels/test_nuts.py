@@ -23,8 +23,8 @@ from binmetric_sweep.kernels.nuts import (
     summary_block_fits,
 )
 from binmetric_sweep.kernels.ridge import prefers_ridge
-from binmetric_sweep.sweep.fits import fit_lanes
-from binmetric_sweep.sweep.lanes import lane_keys
+from binmetric_sweep.sweep.execution.fits import fit_lanes
+from binmetric_sweep.sweep.spec.lanes import lane_keys
 from tests.kernels.helpers import agreement_lanes, counts, numpyro_nuts, published_eps
 
 pytestmark = pytest.mark.slow

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from binmetric_sweep.kernels.nuts import NUTSSettings
-from binmetric_sweep.sweep.fits import fit_lanes
-from binmetric_sweep.sweep.lanes import lane_keys
+from binmetric_sweep.sweep.execution.fits import fit_lanes
+from binmetric_sweep.sweep.spec.lanes import lane_keys
 from tests.kernels.helpers import published_counts, published_eps, published_table
 
 pytestmark = pytest.mark.slow

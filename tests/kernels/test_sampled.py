@@ -13,9 +13,9 @@ import pytest
 
 from binmetric_sweep.kernels.estimators import posterior_estimate
 from binmetric_sweep.kernels.summaries import FitResults, summarize_estimates
-from binmetric_sweep.sweep.fits import fit_lanes
-from binmetric_sweep.sweep.lanes import lane_counts, lane_keys
-from binmetric_sweep.sweep.rating_model import BINARY
+from binmetric_sweep.sweep.execution.fits import fit_lanes
+from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys
+from binmetric_sweep.sweep.spec.rating_model import BINARY
 from tests.kernels.helpers import design
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The column registry (sweep/columns.py): one value per column, from which the tables'
+"""The column registry (sweep/storage/columns.py): one value per column, from which the tables'
 schemas, ``sweep show``'s meanings, the figures' labels and the axis lists come; a computed
 column it does not list is an error, and the README's and docs' column tables list it exactly.
 """
@@ -16,8 +16,11 @@ import pytest
 
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.summaries import EstimateSummary, FitResults, SamplerHealth
-from binmetric_sweep.sweep import columns, config, grid, plots, shards, tables
-from binmetric_sweep.sweep.columns import (
+from binmetric_sweep.sweep.display import plots, tables
+from binmetric_sweep.sweep.execution import shards
+from binmetric_sweep.sweep.spec import config, grid
+from binmetric_sweep.sweep.storage import columns
+from binmetric_sweep.sweep.storage.columns import (
     COLUMNS,
     FITS,
     SURFACE,

@@ -25,7 +25,7 @@ from binmetric_sweep.sweep.compare.analysis import (
     holm,
 )
 from binmetric_sweep.sweep.compare.report import comparison_text
-from binmetric_sweep.sweep.fits import fit_lanes
+from binmetric_sweep.sweep.execution.fits import fit_lanes
 
 SHARED_COMPARISONS = (
     pathlib.Path(__file__).resolve().parents[3]

@@ -25,7 +25,7 @@ from binmetric_sweep.sweep.compare.figure import (
     plot_comparison,
     probability_matrix,
 )
-from binmetric_sweep.sweep.plots import DPI, save_figure
+from binmetric_sweep.sweep.display.plots import DPI, save_figure
 
 from .helpers import refuses
 

@@ -15,7 +15,7 @@ import pandas as pd
 import yaml
 
 from binmetric_sweep.sweep.api import load_fits, load_surface
-from binmetric_sweep.sweep.compile_cache import (
+from binmetric_sweep.sweep.execution.compile_cache import (
     ENV_VAR,
     PROGRAMS_FOLDER,
     ExportedProgram,

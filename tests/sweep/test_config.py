@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from binmetric_sweep.sweep.config import load_sweep, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.spec.config import load_sweep, spec_digest
 
 from .helpers import CONFIGS, tiny
 
@@ -135,7 +135,7 @@ def test_the_sampler_loops_a_sweep_file_takes_are_the_kernels_drivers():
     from typing import get_args
 
     from binmetric_sweep.kernels.nuts import LOOPS
-    from binmetric_sweep.sweep.config import SamplerSettings
+    from binmetric_sweep.sweep.spec.config import SamplerSettings
 
     assert get_args(SamplerSettings.model_fields["loop"].annotation) == LOOPS
 

@@ -15,9 +15,9 @@ import yaml
 
 from binmetric_sweep import sweep
 from binmetric_sweep.kernels.estimators import REASONS, estimator_names, registered
-from binmetric_sweep.sweep.config import load_sweep, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.shards import COUNT_COLUMNS
+from binmetric_sweep.sweep.execution.shards import COUNT_COLUMNS
+from binmetric_sweep.sweep.spec.config import load_sweep, spec_digest
 from tests.kernels.helpers import counts
 
 from .helpers import CONFIGS, REPO, refuses, sorted_surface, tiny
@@ -207,7 +207,7 @@ def test_classical_only_sweep_runs_without_a_posterior(tmp_path):
 
 def test_estimator_is_an_axis_of_show_and_plot(designs, tmp_path):
     fits, surface = designs
-    from binmetric_sweep.sweep.tables import format_table, pivot_surface
+    from binmetric_sweep.sweep.display.tables import format_table, pivot_surface
 
     where = {"alpha": 0.6, "rho": 0.9, "n_m": 1000, "gamma": 0.05, "shared_paired": True}
     table = pivot_surface(surface, "n_phi", "estimator", "coverage", where)

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from binmetric_sweep import sweep
 from binmetric_sweep.sweep.cli import main
-from binmetric_sweep.sweep.config import load_sweep
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.grid import expand_grid
+from binmetric_sweep.sweep.spec.config import load_sweep
+from binmetric_sweep.sweep.spec.grid import expand_grid
 
 from .faults import check_against_reference, record, visible_files_are_whole
 from .helpers import REPO, tiny
@@ -72,7 +72,7 @@ KILL_AT_WRITE = textwrap.dedent(
     """
     import os, signal, sys
     from binmetric_sweep import sweep
-    from binmetric_sweep.sweep import store
+    from binmetric_sweep.sweep.storage import store
     target, count, write_table = int(sys.argv[3]), [0], store.pq.write_table
 
     def write_then_die(table, where, **kwargs):

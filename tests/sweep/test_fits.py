@@ -14,7 +14,7 @@ from binmetric_sweep.kernels.chain_kernel import TRITON_LOWERING, can_import
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.quadrature import model_kind, paired_rule_is_exact
 from binmetric_sweep.kernels.summaries import fits_differing, take_fits
-from binmetric_sweep.sweep.calls import (
+from binmetric_sweep.sweep.execution.calls import (
     Stage,
     Waiting,
     next_calls,
@@ -23,7 +23,7 @@ from binmetric_sweep.sweep.calls import (
     staged_chunks,
     take,
 )
-from binmetric_sweep.sweep.cascade import (
+from binmetric_sweep.sweep.execution.cascade import (
     FULL_MODEL_RULES,
     QUADRATURE_RULES,
     default_cascade,
@@ -32,9 +32,14 @@ from binmetric_sweep.sweep.cascade import (
     make_cascade,
     nested,
 )
-from binmetric_sweep.sweep.fits import FitInfo, FitMemo, LaneFits, distinct_lanes, fit_lanes
-from binmetric_sweep.sweep.lanes import lane_keys, require_float64
-from binmetric_sweep.sweep.schedule import (
+from binmetric_sweep.sweep.execution.fits import (
+    FitInfo,
+    FitMemo,
+    LaneFits,
+    distinct_lanes,
+    fit_lanes,
+)
+from binmetric_sweep.sweep.execution.schedule import (
     ACCELERATOR_QUADRATURE_LANES,
     ACCELERATOR_RULE_LANES,
     ACCELERATOR_WORKERS,
@@ -42,6 +47,7 @@ from binmetric_sweep.sweep.schedule import (
     schedule_for,
     usable_cores,
 )
+from binmetric_sweep.sweep.spec.lanes import lane_keys, require_float64
 from tests.kernels.helpers import counts
 
 
@@ -323,7 +329,7 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
     """Several calls at once (one per core on CPU) change neither results nor progress.
 
     With NUTS the progress calls are the same too; with quadrature a later
-    pass may make more calls with more workers (:func:`sweep.calls.spread`).
+    pass may make more calls with more workers (:func:`sweep.execution.calls.spread`).
     """
     assert schedule_for("cpu").workers == usable_cores() >= 1
     # On an accelerator a second call overlaps the host's work on the first.
@@ -352,7 +358,7 @@ def test_chunks_in_threads_give_the_same_numbers_in_the_same_order():
         assert sum(one_progress) == sum(three_progress) == b
         if method == "quadrature":
             # A later pass's few lanes for a rule computed in slices go out as one
-            # call per worker (sweep.calls.spread): more calls, the same numbers.
+            # call per worker (sweep.execution.calls.spread): more calls, the same numbers.
             assert calls[1] > calls[0]
         else:
             assert one_progress == three_progress

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from binmetric_sweep.sweep.config import load_sweep
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.grid import expand_grid, id_words
+from binmetric_sweep.sweep.spec.config import load_sweep
+from binmetric_sweep.sweep.spec.grid import expand_grid, id_words
 
 from .helpers import CONFIGS, tiny
 

@@ -21,9 +21,7 @@ from binmetric_sweep.kernels.paired import (
     kinds_of_flags,
     separate,
 )
-from binmetric_sweep.sweep.config import load_sweep, paired_kind
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.grid import config_id, expand_grid
 from binmetric_sweep.sweep.plan.spec import (
     PlanSpec,
     as_spec,
@@ -31,6 +29,8 @@ from binmetric_sweep.sweep.plan.spec import (
     load_plan_grid,
     plan_paired,
 )
+from binmetric_sweep.sweep.spec.config import load_sweep, paired_kind
+from binmetric_sweep.sweep.spec.grid import config_id, expand_grid
 
 SWEEP = Path(__file__).parents[2] / "sweep"
 BLOCK = "  - {{alpha: [0.6], rho: [0.8], eta: [0.7], n_phi: [200], n_rho_eta: {}, n_m: [900]}}\n"

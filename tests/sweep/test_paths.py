@@ -16,9 +16,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from binmetric_sweep.sweep.config import load_sweep
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.paths import PROBE_PREFIX, check_file_path, check_out_dir, writing
+from binmetric_sweep.sweep.spec.config import load_sweep
 
 from .helpers import refuses, tiny
 
@@ -90,7 +90,7 @@ def test_a_write_that_fails_is_one_line_naming_the_option_and_the_file():
 
 
 def _figure():
-    from binmetric_sweep.sweep.plots import new_figure
+    from binmetric_sweep.sweep.display.plots import new_figure
 
     fig = new_figure(1.0, 1.0)
     fig.add_subplot().plot([0, 1], [1, 0])
@@ -98,7 +98,7 @@ def _figure():
 
 
 def test_a_figure_is_written_whole_or_not_at_all(tmp_path):
-    from binmetric_sweep.sweep.plots import DPI, save_figure
+    from binmetric_sweep.sweep.display.plots import DPI, save_figure
 
     # The bytes a direct save writes, under the path's own name, and no scratch left.
     direct = tmp_path / "direct.png"
@@ -119,7 +119,7 @@ def test_a_figure_is_written_whole_or_not_at_all(tmp_path):
 
 @linux
 def test_a_figure_saved_where_nothing_can_be_made_is_one_line():
-    from binmetric_sweep.sweep.plots import save_figure
+    from binmetric_sweep.sweep.display.plots import save_figure
 
     assert refuses(lambda: save_figure(_figure(), "/proc/binmetric-test/f.png")) == (
         f"-o: '/proc/binmetric-test/f.png' cannot be written: {ENOENT} ('/proc/binmetric-test')"
@@ -150,7 +150,7 @@ def test_compare_tables_are_written_both_or_neither(tmp_path):
 
 @linux
 def test_a_shard_that_cannot_be_written_is_one_line():
-    from binmetric_sweep.sweep.store import Store
+    from binmetric_sweep.sweep.storage.store import Store
 
     store = Store(pathlib.Path("/proc/binmetric-test"), load_sweep(tiny()), [3])
     path = store.path("surface", 0)

@@ -16,8 +16,8 @@ from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.summaries import epsilon
 from binmetric_sweep.sweep.cli import main
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.fits import fit_lanes
-from binmetric_sweep.sweep.lanes import lane_counts, lane_keys
+from binmetric_sweep.sweep.execution.fits import fit_lanes
+from binmetric_sweep.sweep.execution.schedule import schedule_for
 from binmetric_sweep.sweep.plan import (
     PlanSpec,
     exact_eps,
@@ -28,8 +28,8 @@ from binmetric_sweep.sweep.plan import (
     simulate_tests,
     solve_relaxed,
 )
-from binmetric_sweep.sweep.rating_model import BINARY
-from binmetric_sweep.sweep.schedule import schedule_for
+from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys
+from binmetric_sweep.sweep.spec.rating_model import BINARY
 from tests.kernels.helpers import published_table
 
 # Exact evaluations on CPU cost one compiled chunk of 64 lanes each; tests use that size.
@@ -104,16 +104,16 @@ def reference_eps(specs, index, n_phi, n_m) -> np.ndarray:
 
 
 def test_a_sweep_and_the_planner_make_a_configuration_s_design_alike():
-    """One builder, :func:`sweep.lanes.lane_designs`: a sweep's configuration and the plan
+    """One builder, :func:`sweep.spec.lanes.lane_designs`: a sweep's configuration and the plan
     scenario with the same rates, sizes and paired design (shared, a separate set of 150
     items, known) give the same lanes' Design, field for field and dtype for dtype; a lane
     both shared and known is refused."""
     from binmetric_sweep.kernels.paired import kinds_of_flags
-    from binmetric_sweep.sweep.config import load_sweep
-    from binmetric_sweep.sweep.grid import expand_grid
-    from binmetric_sweep.sweep.lanes import lane_designs
+    from binmetric_sweep.sweep.execution.shards import _designs
     from binmetric_sweep.sweep.plan.exact import scenario_designs
-    from binmetric_sweep.sweep.shards import _designs
+    from binmetric_sweep.sweep.spec.config import load_sweep
+    from binmetric_sweep.sweep.spec.grid import expand_grid
+    from binmetric_sweep.sweep.spec.lanes import lane_designs
 
     paired = ["n_phi", "[150]", "known"]
     blocks = "".join(

@@ -11,10 +11,7 @@ import pytest
 from matplotlib.colors import LogNorm
 
 from binmetric_sweep import sweep
-from binmetric_sweep.sweep.plan import PlanSpec
-from binmetric_sweep.sweep.plan.figure import frontier_figure, plot_frontier
-from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan
-from binmetric_sweep.sweep.plots import (
+from binmetric_sweep.sweep.display.plots import (
     COLUMN_WIDTH,
     DPI,
     cell_format,
@@ -24,6 +21,9 @@ from binmetric_sweep.sweep.plots import (
     plot_surface,
     surface_figure,
 )
+from binmetric_sweep.sweep.plan import PlanSpec
+from binmetric_sweep.sweep.plan.figure import frontier_figure, plot_frontier
+from binmetric_sweep.sweep.plan.report import FrontierPoint, Plan
 
 from .helpers import refuses
 
@@ -457,7 +457,7 @@ def test_labels_are_readable():
 
 
 def test_plots_imports_matplotlib_only_inside_functions():
-    tree = ast.parse(pathlib.Path(sweep.plots.__file__).read_text())
+    tree = ast.parse(pathlib.Path(sweep.display.plots.__file__).read_text())
     top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
     names += [n.module for n in top if isinstance(n, ast.ImportFrom)]

@@ -9,12 +9,12 @@ import jax
 import jax.numpy as jnp
 
 from binmetric_sweep import sweep
-from binmetric_sweep.sweep.compile_cache import (
+from binmetric_sweep.sweep.display.progress import ProgressBar
+from binmetric_sweep.sweep.execution.compile_cache import (
     ExportedProgram,
     add_compile_listener,
     remove_compile_listener,
 )
-from binmetric_sweep.sweep.progress import ProgressBar
 
 from .helpers import tiny
 

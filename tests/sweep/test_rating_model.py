@@ -6,11 +6,11 @@ import jax
 import numpy as np
 
 from binmetric_sweep.kernels.paired import KNOWN, SHARED, kinds_of_flags, separate
-from binmetric_sweep.sweep.columns import CONFIG_COLUMNS, COUNT_COLUMNS
-from binmetric_sweep.sweep.config import load_sweep
-from binmetric_sweep.sweep.grid import config_id, expand_grid
-from binmetric_sweep.sweep.lanes import lane_counts, lane_keys
-from binmetric_sweep.sweep.rating_model import BINARY
+from binmetric_sweep.sweep.spec.config import load_sweep
+from binmetric_sweep.sweep.spec.grid import config_id, expand_grid
+from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys
+from binmetric_sweep.sweep.spec.rating_model import BINARY
+from binmetric_sweep.sweep.storage.columns import CONFIG_COLUMNS, COUNT_COLUMNS
 
 from .helpers import tiny
 

@@ -142,8 +142,8 @@ def test_resume_under_ray_recomputes_only_the_missing_shard(ray_run, local_run, 
 
 
 def test_a_gpu_task_asks_for_its_share_and_fits_two_nuts_calls_at_once():
-    from binmetric_sweep.sweep.ray_runner import task_options, task_workers
-    from binmetric_sweep.sweep.schedule import schedule_for
+    from binmetric_sweep.sweep.execution.ray_runner import task_options, task_workers
+    from binmetric_sweep.sweep.execution.schedule import schedule_for
 
     cpu, gpu = task_options(0.0, 1), task_options(4.0, 2)
     assert "num_gpus" not in cpu and cpu["num_cpus"] == 1

@@ -1,10 +1,10 @@
-"""The record a benchmark script keeps as it runs (sweep/records.py)."""
+"""The record a benchmark script keeps as it runs (sweep/storage/records.py)."""
 
 import json
 
 import pytest
 
-from binmetric_sweep.sweep.records import StageLog, provenance
+from binmetric_sweep.sweep.storage.records import StageLog, provenance
 
 
 def test_a_stage_log_rewrites_the_record_as_each_stage_ends(tmp_path, capsys):

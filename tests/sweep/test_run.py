@@ -17,12 +17,12 @@ import pytest
 import yaml
 
 from binmetric_sweep import sweep
-from binmetric_sweep.sweep.config import load_sweep
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.grid import expand_grid
-from binmetric_sweep.sweep.runners import run_local
-from binmetric_sweep.sweep.schedule import ACCELERATOR_SHARDS_AHEAD, schedule_for
-from binmetric_sweep.sweep.shards import _node_name, device_name, make_shards, run_shard
+from binmetric_sweep.sweep.execution.runners import run_local
+from binmetric_sweep.sweep.execution.schedule import ACCELERATOR_SHARDS_AHEAD, schedule_for
+from binmetric_sweep.sweep.execution.shards import _node_name, device_name, make_shards, run_shard
+from binmetric_sweep.sweep.spec.config import load_sweep
+from binmetric_sweep.sweep.spec.grid import expand_grid
 from tests.kernels.helpers import published_table
 
 from .helpers import CONFIGS, sorted_surface, tiny

@@ -14,10 +14,10 @@ import numpy as np
 from binmetric_sweep.kernels.estimators import registered
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import fits_differing, take_fits, values_differ
-from binmetric_sweep.sweep.calls import take
-from binmetric_sweep.sweep.estimates import estimate_lanes
-from binmetric_sweep.sweep.fits import fit_lanes
-from binmetric_sweep.sweep.schedule import (
+from binmetric_sweep.sweep.execution.calls import take
+from binmetric_sweep.sweep.execution.estimates import estimate_lanes
+from binmetric_sweep.sweep.execution.fits import fit_lanes
+from binmetric_sweep.sweep.execution.schedule import (
     ACCELERATOR_QUADRATURE_LANES,
     ACCELERATOR_RULE_LANES,
     ACCELERATOR_SHARDS_AHEAD,

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from binmetric_sweep.sweep.tables import (
+from binmetric_sweep.sweep.display.tables import (
     AXES,
     REPLICATE_VALUES,
     coverage_note,

@@ -1,6 +1,6 @@
 """What the benchmark scripts under scripts/ record beside their numbers, and where they write them.
 
-Each script imports it as ``binmetric_sweep.sweep.records``: its provenance
+Each script imports it as ``binmetric_sweep.sweep.storage.records``: its provenance
 (:func:`provenance`), the record written as JSON (:func:`write_record`), and a
 long run's record rewritten stage by stage (:class:`StageLog`).
 """
@@ -22,7 +22,7 @@ def provenance(script: str, argv: list[str]) -> dict:
     import jax
     import numpyro
 
-    from binmetric_sweep.sweep.shards import device_name
+    from binmetric_sweep.sweep.execution.shards import device_name
     from binmetric_sweep.sweep.version import __version__
 
     return {

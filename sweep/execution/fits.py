@@ -1,8 +1,8 @@
 """Fit many lanes at once: counts → per-fit posterior summaries.
 
 :func:`fit_lanes` answers each lane's posterior of α by exact quadrature (a
-cascade of rules, :mod:`sweep.cascade`) or by NUTS, in the compiled calls
-:mod:`sweep.calls` lays out on the device's :class:`sweep.schedule.Schedule`.
+cascade of rules, :mod:`sweep.execution.cascade`) or by NUTS, in the compiled calls
+:mod:`sweep.execution.calls` lays out on the device's :class:`sweep.execution.schedule.Schedule`.
 Every call, whichever its rule, gives an :class:`Answer`: the fits of its lanes
 as :class:`kernels.summaries.FitResults`, and which of them its rule vouches for;
 the rest go on to the next rule. Calls run in worker threads, and are taken in
@@ -31,7 +31,7 @@ from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.nuts import NUTSSettings, summarize_draws
 from binmetric_sweep.kernels.quadrature import QuadratureRule, model_kind, posterior_inputs
 from binmetric_sweep.kernels.summaries import FitResults, empty_fits, exact_fits, take_fits
-from binmetric_sweep.sweep.calls import (
+from binmetric_sweep.sweep.execution.calls import (
     Chunk,
     Method,
     Waiting,
@@ -40,9 +40,9 @@ from binmetric_sweep.sweep.calls import (
     routes,
     take,
 )
-from binmetric_sweep.sweep.cascade import CascadeRule
-from binmetric_sweep.sweep.lanes import require_float64
-from binmetric_sweep.sweep.schedule import Schedule, schedule_for, usable_cores
+from binmetric_sweep.sweep.execution.cascade import CascadeRule
+from binmetric_sweep.sweep.execution.schedule import Schedule, schedule_for, usable_cores
+from binmetric_sweep.sweep.spec.lanes import require_float64
 
 __all__ = ["Answer", "CallTime", "FitInfo", "FitMemo", "LaneFits", "fit_lanes"]
 
@@ -68,7 +68,7 @@ class CallTime(NamedTuple):
     """How long one compiled call took (a diagnostic).
 
     Attributes:
-        rule: the call's rule (:attr:`sweep.calls.Chunk.rule`).
+        rule: the call's rule (:attr:`sweep.execution.calls.Chunk.rule`).
         lanes: lanes sent to it (some may be rejected and passed on).
         padded: lanes in the call, padding included.
         seconds: wall time of the call, results copied back to the host
@@ -90,9 +90,9 @@ class FitInfo(NamedTuple):
 
     Attributes:
         rules: ``(B,)`` object array: the rule each lane's numbers come from
-            (:data:`sweep.cascade.QUADRATURE_RULES`, or "nuts" for sampled fits).
+            (:data:`sweep.execution.cascade.QUADRATURE_RULES`, or "nuts" for sampled fits).
         calls: a :class:`CallTime` for each compiled call, in the order made
-            (rule after rule, :func:`sweep.calls.next_calls`; with more than one
+            (rule after rule, :func:`sweep.execution.calls.next_calls`; with more than one
             worker, calls overlap in time).
         distinct: lanes fitted: those with their own counts (and, for NUTS,
             every lane); the others took a lane's with the same counts, in this
@@ -145,9 +145,9 @@ def fit_lanes(
         nested: node counts of the nested rule (and of the Beta and known-rate
             lanes' α rules).
         cascade: the full model's quadrature rules, tried in turn
-            (:func:`sweep.cascade.make_cascade` checks it); None: the
-            schedule's :func:`sweep.cascade.default_cascade`.
-        schedule: call sizes and workers (:func:`sweep.schedule.schedule_for`;
+            (:func:`sweep.execution.cascade.make_cascade` checks it); None: the
+            schedule's :func:`sweep.execution.cascade.default_cascade`.
+        schedule: call sizes and workers (:func:`sweep.execution.schedule.schedule_for`;
             None: JAX's default device's).
         on_chunk: called with the number of lanes finished after each call,
             in plan order.
@@ -300,7 +300,7 @@ def distinct_lanes(counts: Counts, method: Method) -> tuple[np.ndarray, np.ndarr
     those with N_M = 0, whose posterior is the Beta itself) and whose
     :func:`kernels.quadrature.posterior_inputs` are equal are fitted once, by
     the first of them; a NUTS lane is always its own. A lane's numbers do not
-    depend on which lanes are fitted with it (:mod:`sweep.schedule`), so this
+    depend on which lanes are fitted with it (:mod:`sweep.execution.schedule`), so this
     changes no number.
     """
     b = int(np.shape(counts.n_m)[0])

@@ -9,8 +9,8 @@ depends on its counts alone, so its numbers never depend on which lanes share it
 call. :func:`make_cascade` refuses a cascade that could leave a lane unanswered.
 
 Adding a rule is writing its kernel (``summary(counts) -> (summary, accepted)``,
-one lane), its program factory in :mod:`sweep.programs`, a constructor here, and
-naming it in :func:`default_cascade`. The runner (:mod:`sweep.fits`) knows rules
+one lane), its program factory in :mod:`sweep.execution.programs`, a constructor here, and
+naming it in :func:`default_cascade`. The runner (:mod:`sweep.execution.fits`) knows rules
 only through these values.
 """
 
@@ -25,7 +25,7 @@ from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.gauss_hermite import AlphaTRule, LaplaceRule
 from binmetric_sweep.kernels.quadrature import HermiteTRule, hermite_t_allows
 from binmetric_sweep.kernels.t_outer import TOuterRule
-from binmetric_sweep.sweep.programs import (
+from binmetric_sweep.sweep.execution.programs import (
     alpha_t_program,
     gauss_hermite_program,
     hermite_t_program,
@@ -79,9 +79,9 @@ class CascadeRule(NamedTuple):
         takes: ``takes(group) -> bool``: whether lanes of this :class:`LaneGroup`
             may be sent to it at all.
         program: ``program(group, level, nested, slice_lanes)`` -> the
-            :class:`sweep.compile_cache.ExportedProgram` ``fn(lanes, n_valid=None)``
+            :class:`sweep.execution.compile_cache.ExportedProgram` ``fn(lanes, n_valid=None)``
             of a call (``slice_lanes``: None, or the lanes it computes at a
-            time, :func:`sweep.programs.in_slices`).
+            time, :func:`sweep.execution.programs.in_slices`).
         checked: whether the program checks itself: it returns ``(summary,
             accepted)``, and the lanes not accepted go on to the next rule;
             otherwise it returns the summary, and every lane it gets is answered.
@@ -224,7 +224,7 @@ QUADRATURE_RULES = ("beta", "known", *FULL_MODEL_RULES)
 
 def default_cascade(middle_rules: bool) -> tuple[CascadeRule, ...]:
     """The full model's cascade, with the middle rules or without
-    (:attr:`sweep.schedule.Schedule.middle_rules`)."""
+    (:attr:`sweep.execution.schedule.Schedule.middle_rules`)."""
     return _FULL_CASCADE if middle_rules else _SHORT_CASCADE
 
 

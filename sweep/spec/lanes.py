@@ -3,10 +3,10 @@
 A lane is one (configuration, replicate) of a shard, or one (scenario, sizes) of
 ``sweep plan``; both make their :class:`kernels.counts.Design` here.
 
-Both are computed in batches padded to a few sizes (:func:`sweep.schedule.bucket`),
+Both are computed in batches padded to a few sizes (:func:`sweep.execution.schedule.bucket`),
 which bounds the number of compiled programs whatever the shard sizes. Keys are
 integer arithmetic and count draws are the same in batches of every size, so
-padding changes no lane's values (unlike a fit's, see :mod:`sweep.schedule`).
+padding changes no lane's values (unlike a fit's, see :mod:`sweep.execution.schedule`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 
 from binmetric_sweep.kernels.counts import Counts, Design
 from binmetric_sweep.kernels.paired import PairedKind, flags_of_kinds
-from binmetric_sweep.sweep.programs import counts_program, keys_program
-from binmetric_sweep.sweep.schedule import bucket
+from binmetric_sweep.sweep.execution.programs import counts_program, keys_program
+from binmetric_sweep.sweep.execution.schedule import bucket
 
 __all__ = ["lane_counts", "lane_designs", "lane_keys", "require_float64"]
 
@@ -51,7 +51,7 @@ def lane_designs(
     psi=None,
 ) -> Design:
     """``(B,)`` lane designs: the one place a :class:`kernels.counts.Design` is made, for a
-    sweep's configurations (:func:`sweep.shards.run_shard`) and the planner's scenarios
+    sweep's configurations (:func:`sweep.execution.shards.run_shard`) and the planner's scenarios
     (:mod:`sweep.plan`).
 
     Each argument is a scalar or a ``(B,)`` array (broadcast to B lanes): rates in [0, 1],
@@ -119,7 +119,7 @@ def lane_counts(
     designs: Design, keys: jax.Array, mode: Literal["expected", "sampled"], model
 ) -> Counts:
     """``(B,)`` NumPy counts of B lanes of the rating model ``model``
-    (:class:`sweep.rating_model.RatingModel`): rounded expected values, or drawn from each
+    (:class:`sweep.spec.rating_model.RatingModel`): rounded expected values, or drawn from each
     lane's key."""
     n = int(np.shape(designs.alpha)[0])
     counts = _padded_call(counts_program(mode, model), n, keys, designs)

@@ -11,7 +11,7 @@ throughout).
 
 Before it compiles, a process traces each program, and the quadrature
 rules are large: tracing a tiny sweep's four rules takes several seconds,
-most of a cached run's time. So every program of :mod:`sweep.programs` is run
+most of a cached run's time. So every program of :mod:`sweep.execution.programs` is run
 through :mod:`jax.export` (:class:`ExportedProgram`): traced once, the
 export then compiled and called. Where JAX has a cache directory, the
 export is kept in its ``binmetric-sweep-programs`` folder too, and a later
@@ -117,8 +117,8 @@ PROGRAMS_FOLDER = "binmetric-sweep-programs"
 #: The code a program is traced from: any change to it makes every key new.
 _TRACED_SOURCES = (
     "kernels",
-    "sweep/programs.py",
-    "sweep/compile_cache.py",
+    "sweep/execution/programs.py",
+    "sweep/execution/compile_cache.py",
     "sweep/compare/analysis.py",
 )
 #: Packages whose versions are part of every key.
@@ -153,7 +153,7 @@ def programs_dir() -> Path | None:
 @cache
 def _code_fingerprint() -> str:
     """A digest of the traced code, the package versions and the JAX platform."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
     for source in _TRACED_SOURCES:
         path = root / source

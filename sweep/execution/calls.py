@@ -2,15 +2,15 @@
 
 Lanes are grouped by model kind (α-marginal a Beta, ρ and η known, or the full
 model) and, on the full model, by what its programs are specialised for
-(:class:`sweep.cascade.LaneGroup`; NUTS: logit or ridge coordinates); each group
+(:class:`sweep.execution.cascade.LaneGroup`; NUTS: logit or ridge coordinates); each group
 is ordered by how hard its posteriors are for NUTS, so that lanes stepping in
 lock-step need similar tree depths, and cut into :class:`Chunk` s, one compiled
-call each, of the sizes the :class:`sweep.schedule.Schedule` fixes. A quadrature
+call each, of the sizes the :class:`sweep.execution.schedule.Schedule` fixes. A quadrature
 lane goes through the rules its group and counts allow (:class:`Stage` s), each
 passing on what it rejects; a rule is called once no waiting lane can still reach
 it (:func:`next_calls`). Everything here is a function of the lanes' counts and
 the schedule: which lanes share a call changes no lane's numbers
-(:mod:`sweep.schedule`).
+(:mod:`sweep.execution.schedule`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from binmetric_sweep.kernels.quadrature import (
     paired_rule_is_exact,
 )
 from binmetric_sweep.kernels.ridge import prefers_ridge
-from binmetric_sweep.sweep.cascade import (
+from binmetric_sweep.sweep.execution.cascade import (
     CascadeRule,
     LaneGroup,
     default_cascade,
@@ -40,8 +40,13 @@ from binmetric_sweep.sweep.cascade import (
     make_cascade,
     single_rule,
 )
-from binmetric_sweep.sweep.programs import nuts_program
-from binmetric_sweep.sweep.schedule import Schedule, calls_per_worker, nuts_call, schedule_for
+from binmetric_sweep.sweep.execution.programs import nuts_program
+from binmetric_sweep.sweep.execution.schedule import (
+    Schedule,
+    calls_per_worker,
+    nuts_call,
+    schedule_for,
+)
 
 Method = Literal["nuts", "quadrature"]
 
@@ -63,17 +68,17 @@ class Stage(NamedTuple):
     """A program a lane may be sent to: a quadrature rule, or NUTS.
 
     Attributes:
-        rule: the rule's name (:data:`sweep.cascade.QUADRATURE_RULES`), or "nuts".
+        rule: the rule's name (:data:`sweep.execution.cascade.QUADRATURE_RULES`), or "nuts".
         fn: the program: ``fn(lanes, n_valid)`` for a rule, ``fn(keys, lanes,
             n_valid)`` for NUTS.
         checked: ``fn`` returns ``(summary, accepted)``; the lanes not accepted
-            go on to the next stage (:attr:`sweep.cascade.CascadeRule.checked`).
+            go on to the next stage (:attr:`sweep.execution.cascade.CascadeRule.checked`).
         allows: None, or ``allows(counts) -> (n,) bool`` (host-side): the
             lanes it could ever accept; the others skip it.
         size: lanes in each of its calls, a power of two.
         slice_lanes: None, or the lanes its calls compute at a time, slice
             after slice, and only the slices that hold lanes
-            (:func:`sweep.programs.in_slices`).
+            (:func:`sweep.execution.programs.in_slices`).
     """
 
     rule: str
@@ -106,7 +111,7 @@ class Chunk(NamedTuple):
 
     @property
     def rule(self) -> str:
-        """The name of its rule (:data:`sweep.cascade.QUADRATURE_RULES`, or "nuts")."""
+        """The name of its rule (:data:`sweep.execution.cascade.QUADRATURE_RULES`, or "nuts")."""
         return self.stages[0].rule
 
     @property
@@ -147,10 +152,10 @@ def plan_chunks(
     nuts: NUTSSettings = NUTSSettings(),
     nested: QuadratureRule = QuadratureRule(),
 ) -> list[Chunk]:
-    """The first calls of :func:`sweep.fits.fit_lanes`, in order (arguments as there).
+    """The first calls of :func:`sweep.execution.fits.fit_lanes`, in order (arguments as there).
 
     A quadrature lane's first call is of the first rule its counts allow; NUTS
-    lanes are laid out by :func:`sweep.schedule.nuts_call`, with ``nuts``
+    lanes are laid out by :func:`sweep.execution.schedule.nuts_call`, with ``nuts``
     resolved for the schedule's device (:func:`kernels.nuts.resolve_loop`).
     """
     schedule = schedule_for() if schedule is None else schedule
@@ -296,7 +301,7 @@ class Waiting(NamedTuple):
 
 
 def next_calls(waiting: list[Waiting], workers: int) -> tuple[list[Chunk], list[Waiting]]:
-    """The calls :func:`sweep.fits.fit_lanes` makes next, and the lanes that wait on.
+    """The calls :func:`sweep.execution.fits.fit_lanes` makes next, and the lanes that wait on.
 
     Waiting lanes with the same stages ahead of them share calls, and a
     planned call whose lanes no others join is made as planned. A rule is

@@ -1,10 +1,10 @@
 """The classical estimators of a shard's lanes, computed in calls of one size.
 
-Every lane's counts go through :func:`sweep.programs.estimators_program` in
+Every lane's counts go through :func:`sweep.execution.programs.estimators_program` in
 calls of the schedule's ``estimator_lanes`` (the last padded with its first
 lane), so that a lane's numbers never depend on the lanes beside it
-(:mod:`sweep.schedule`). The posterior is not here: it is the
-fits' (:mod:`sweep.fits`), turned into an :class:`kernels.estimators.Estimate`
+(:mod:`sweep.execution.schedule`). The posterior is not here: it is the
+fits' (:mod:`sweep.execution.fits`), turned into an :class:`kernels.estimators.Estimate`
 by :func:`kernels.estimators.posterior_estimate`.
 """
 
@@ -21,8 +21,8 @@ from binmetric_sweep.kernels.estimators import (
     registered,
 )
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.programs import estimators_program
-from binmetric_sweep.sweep.schedule import Schedule
+from binmetric_sweep.sweep.execution.programs import estimators_program
+from binmetric_sweep.sweep.execution.schedule import Schedule
 
 __all__ = ["ALL", "estimate_lanes", "estimator_choices", "estimators_of_option"]
 
@@ -60,7 +60,7 @@ def estimate_lanes(
     """Each estimator's ``(B,)`` estimates of B lanes' counts (NumPy), by name.
 
     Args:
-        counts: ``(B,)`` lanes' counts (:func:`sweep.lanes.lane_counts`).
+        counts: ``(B,)`` lanes' counts (:func:`sweep.spec.lanes.lane_counts`).
         estimators: estimators with an estimate function (not the posterior).
         level: the intervals' level, in (0, 1).
         schedule: the device's (its ``estimator_lanes``).

@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 
 from binmetric_sweep.kernels.paired import PairedKind
-from binmetric_sweep.sweep.columns import CONFIG_COLUMNS
-from binmetric_sweep.sweep.config import AXES, SweepSpec
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.rating_model import BINARY, RatingModel
+from binmetric_sweep.sweep.spec.config import AXES, SweepSpec
+from binmetric_sweep.sweep.spec.rating_model import BINARY, RatingModel
+from binmetric_sweep.sweep.storage.columns import CONFIG_COLUMNS
 
 __all__ = ["CONFIG_COLUMNS", "DEFAULT_MAX_CONFIGURATIONS", "expand_grid", "config_id", "id_words"]
 
 # CONFIG_COLUMNS, the configurations table's columns in order, is the column registry's
-# (sweep.columns), exported from here as before.
+# (sweep.storage.columns), exported from here as before.
 #: Refuse sweeps with more fits (configurations × replicates) than this unless raised.
 DEFAULT_MAX_CONFIGURATIONS = 5_000_000
 
@@ -32,7 +32,7 @@ def config_id(
     alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKind, model: RatingModel = BINARY
 ) -> int:
     """The 63-bit identifier of one configuration: a hash of the rating model's text of
-    its values (:attr:`sweep.rating_model.RatingModel.id_text`; binary: ``n_rho_eta`` and
+    its values (:attr:`sweep.spec.rating_model.RatingModel.id_text`; binary: ``n_rho_eta`` and
     ``psi`` enter only for a separate paired set, where they mean something).
     """
     text = model.id_text(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired)

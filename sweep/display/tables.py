@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from binmetric_sweep.sweep.columns import (
+from binmetric_sweep.sweep.errors import SweepError, shown
+from binmetric_sweep.sweep.storage.columns import (
     CATEGORY_COLUMNS,
     IDENTIFIERS,
     INTEGER_COLUMNS,
@@ -35,7 +36,6 @@ from binmetric_sweep.sweep.columns import (
     REPLICATE_VALUES,
     SURFACE_AXES,
 )
-from binmetric_sweep.sweep.errors import SweepError, shown
 
 __all__ = [
     "AXES",
@@ -65,7 +65,7 @@ __all__ = [
 #: (:data:`CATEGORY_COLUMNS`), the identifiers, the meanings, the columns of whole numbers,
 #: the values read off an interval (:data:`INTERVAL_VALUES`, marked where coverage is far
 #: below the nominal level) and those of the spread over replicates (:data:`REPLICATE_VALUES`,
-#: refused with expected counts) come from the column registry, :mod:`sweep.columns`.
+#: refused with expected counts) come from the column registry, :mod:`sweep.storage.columns`.
 AXES = SURFACE_AXES
 
 #: The interval level of a sweep file that names none (``interval``), assumed for a

@@ -3,11 +3,11 @@
 :func:`run_shard` is what every runner calls, in-process or in a Ray task:
 configurations → counts (expected, or drawn from each replicate's own key) →
 each estimator's estimates of every lane (the posterior's by
-:func:`sweep.fits.fit_lanes`, the classical ones by
-:func:`sweep.estimates.estimate_lanes`) → per-configuration summaries → two
+:func:`sweep.execution.fits.fit_lanes`, the classical ones by
+:func:`sweep.execution.estimates.estimate_lanes`) → per-configuration summaries → two
 Arrow tables, ``fits`` (one row per configuration × replicate × estimator) and
 ``surface`` (one row per configuration × estimator × γ × power), whose columns
-are the column registry's (:mod:`sweep.columns`): a computed column it does not
+are the column registry's (:mod:`sweep.storage.columns`): a computed column it does not
 list, or a listed one not computed, fails the shard naming it. It reads and
 writes nothing.
 """
@@ -36,7 +36,13 @@ from binmetric_sweep.kernels.summaries import (
     sampler_health,
     summarize_estimates,
 )
-from binmetric_sweep.sweep.columns import (
+from binmetric_sweep.sweep.execution.estimates import estimate_lanes
+from binmetric_sweep.sweep.execution.fits import FitMemo, fit_lanes
+from binmetric_sweep.sweep.execution.schedule import Schedule, bucket, schedule_for
+from binmetric_sweep.sweep.spec.config import SweepSpec
+from binmetric_sweep.sweep.spec.grid import id_words
+from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys, require_float64
+from binmetric_sweep.sweep.storage.columns import (
     COUNT_COLUMNS,
     FIT_COLUMNS,
     FITS,
@@ -46,12 +52,6 @@ from binmetric_sweep.sweep.columns import (
     ordered,
     registered,
 )
-from binmetric_sweep.sweep.config import SweepSpec
-from binmetric_sweep.sweep.estimates import estimate_lanes
-from binmetric_sweep.sweep.fits import FitMemo, fit_lanes
-from binmetric_sweep.sweep.grid import id_words
-from binmetric_sweep.sweep.lanes import lane_counts, lane_keys, require_float64
-from binmetric_sweep.sweep.schedule import Schedule, bucket, schedule_for
 
 __all__ = [
     "Shard",
@@ -159,14 +159,14 @@ def run_shard(
         spec: the sweep.
         shard: the configurations to compute.
         schedule: how its fits are laid out on the device
-            (:func:`sweep.schedule.schedule_for`; None: JAX's default device's).
+            (:func:`sweep.execution.schedule.schedule_for`; None: JAX's default device's).
         memo: exact fits of the sweep's other shards, taken for lanes with the
-            same counts (:class:`sweep.fits.FitMemo`); the numbers do not depend on it.
+            same counts (:class:`sweep.execution.fits.FitMemo`); the numbers do not depend on it.
         on_fits: called with the number of fits finished after each call.
         fault: test hook applied to the fits before they are summarised (for
             fault injection: it may put NaN or infinity into any field).
         stop: None, or an event that, once set, stops the shard's fits
-            after the calls under way (:func:`sweep.fits.fit_lanes`), which
+            after the calls under way (:func:`sweep.execution.fits.fit_lanes`), which
             then raise ``concurrent.futures.CancelledError``.
 
     Returns:

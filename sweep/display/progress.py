@@ -2,7 +2,7 @@
 
 One unit throughout: fits (configurations × replicates), so the count, the
 percentage and the time left agree and never pass the total. While a program
-is being traced or compiled (:func:`sweep.compile_cache.add_compile_listener`)
+is being traced or compiled (:func:`sweep.execution.compile_cache.add_compile_listener`)
 no fits finish: the bar says ``compiling`` and shows no time left. The time
 left is the fits still to do at the rate of this run's fits over the time
 spent fitting, compilation excluded, so a long first compile does not make
@@ -14,7 +14,10 @@ from __future__ import annotations
 import threading
 import time
 
-from binmetric_sweep.sweep.compile_cache import add_compile_listener, remove_compile_listener
+from binmetric_sweep.sweep.execution.compile_cache import (
+    add_compile_listener,
+    remove_compile_listener,
+)
 
 __all__ = ["ProgressBar"]
 

@@ -71,7 +71,7 @@ __all__ = [
 
 FITS = "fits"
 SURFACE = "surface"
-#: The two tables of a sweep, each a Parquet file per shard (:mod:`sweep.store`).
+#: The two tables of a sweep, each a Parquet file per shard (:mod:`sweep.storage.store`).
 TABLES = (FITS, SURFACE)
 
 #: The dtypes a column may have, each with its NumPy dtype (strings: Python objects).
@@ -93,7 +93,7 @@ ROLES: dict[str, str] = {
 
 #: What computes a column.
 SOURCES: dict[str, str] = {
-    "configuration": "the configurations table (sweep.grid.expand_grid)",
+    "configuration": "the configurations table (sweep.spec.grid.expand_grid)",
     "sweep": "the sweep file's settings",
     "replicate": "the replicate's number",
     "estimator": "the estimator of the row",
@@ -526,7 +526,7 @@ def _where(**fields) -> tuple[str, ...]:
 FIT_COLUMNS = names(FITS)
 #: The surface's columns: one row per (configuration, estimator, γ, power).
 SURFACE_COLUMNS = names(SURFACE)
-#: The configurations table's columns (:func:`sweep.grid.expand_grid`), in order.
+#: The configurations table's columns (:func:`sweep.spec.grid.expand_grid`), in order.
 CONFIG_COLUMNS = _where(source="configuration")
 #: The axes a sweep file's grid names, in the order their Cartesian product varies.
 GRID_AXES = _where(grid=True)
@@ -573,7 +573,7 @@ def registered(table: str, name: str, source: str | None = None) -> Column:
     if column is None or table not in column.tables:
         raise ColumnError(
             f"{table}: computed column {name!r} is not in the column registry's {table} table "
-            "(sweep/columns.py): register it with its dtype, meaning and label"
+            "(sweep/storage/columns.py): register it with its dtype, meaning and label"
         )
     if source is not None and column.source != source:
         raise ColumnError(
@@ -595,7 +595,7 @@ def ordered(table: str, computed: Mapping[str, V]) -> dict[str, V]:
     if extra:
         raise ColumnError(
             f"{table}: computed column(s) {', '.join(map(repr, extra))} not in the column "
-            f"registry's {table} table (sweep/columns.py): register each with its dtype, "
+            f"registry's {table} table (sweep/storage/columns.py): register each with its dtype, "
             "meaning and label"
         )
     if missing:

@@ -1,8 +1,8 @@
 """Every compiled program the fits layer calls: built once per settings, kept on disk.
 
-A factory returns the :class:`sweep.compile_cache.ExportedProgram` of a kernel,
+A factory returns the :class:`sweep.execution.compile_cache.ExportedProgram` of a kernel,
 jitted and vmapped over lanes; it is cached by its arguments, so the same
-settings give the same program object (which is how :mod:`sweep.calls` tells
+settings give the same program object (which is how :mod:`sweep.execution.calls` tells
 a rule's calls apart). Programs:
 
 - :func:`keys_program`, :func:`counts_program`: a shard's replicate keys and counts;
@@ -43,7 +43,7 @@ from binmetric_sweep.kernels.quadrature import (
     posterior_summary,
 )
 from binmetric_sweep.kernels.t_outer import TOuterRule, t_outer_summary
-from binmetric_sweep.sweep.compile_cache import ExportedProgram
+from binmetric_sweep.sweep.execution.compile_cache import ExportedProgram
 
 __all__ = [
     "alpha_t_program",
@@ -70,7 +70,7 @@ def keys_program(seed: int) -> ExportedProgram:
 @cache
 def counts_program(mode: str, model) -> ExportedProgram:
     """``fn(keys, designs)``: ``(B,)`` counts of the rating model ``model``
-    (:class:`sweep.rating_model.RatingModel`), rounded expected values (``mode``
+    (:class:`sweep.spec.rating_model.RatingModel`), rounded expected values (``mode``
     "expected") or drawn from the keys ("sampled")."""
     if mode == "expected":
         expected = model.expected_counts
@@ -172,7 +172,7 @@ def _jit_lanes(vmapped, slice_lanes: int | None, name: str, static: tuple) -> Ex
     """``fn(lanes, n_valid=None)``, jitted: ``vmapped`` on all lanes, or :func:`in_slices`.
 
     ``static``: what else the program depends on (see
-    :class:`sweep.compile_cache.ExportedProgram`).
+    :class:`sweep.execution.compile_cache.ExportedProgram`).
     """
 
     def fn(lanes, n_valid=None):

@@ -17,7 +17,7 @@ moved by ~3e-16 between calls of 64 and 256 lanes, NUTS draws between 256 and
   *slots*); on CPU those are one of two sizes on which XLA computes a chain alike.
 
 :func:`schedule_for` builds the value from the device, once; everything below it
-(:mod:`sweep.calls`, :mod:`sweep.fits`, the runners) reads it, and nothing else
+(:mod:`sweep.execution.calls`, :mod:`sweep.execution.fits`, the runners) reads it, and nothing else
 asks JAX which device it is on. The tuning constants' measurements are in
 docs/performance.md ("Tuning constants").
 """
@@ -60,7 +60,7 @@ __all__ = [
 #: lane group's size (128 would save ~1 % at 10^4 lanes and cost small batches).
 CPU_QUADRATURE_LANES = 64
 #: On CPU these rules compute a call this many lanes at a time, slice after slice,
-#: and only the slices that hold lanes (:func:`sweep.programs.in_slices`): the
+#: and only the slices that hold lanes (:func:`sweep.execution.programs.in_slices`): the
 #: nested rule's ~200,000 nodes a lane stay in cache in slices of 4 (64 lanes'
 #: intermediates are 100 MB); the (α, t) rule 4 and the middle rule 8 beat 16 on
 #: their few lanes a call; t outermost 16 (unmeasured against others).
@@ -103,7 +103,7 @@ MIN_BATCH = 64
 #: At most this many fits in a NUTS call: above it a fit's numbers changed with
 #: the call's size on an accelerator (docs/performance.md, tried and rejected).
 NUTS_MAX_CALL_FITS = 4096
-#: Lanes in every call of the classical estimators (:mod:`sweep.estimates`), on
+#: Lanes in every call of the classical estimators (:mod:`sweep.execution.estimates`), on
 #: every device: closed forms cost little beside the fits, so one size serves all.
 ESTIMATOR_LANES = 4096
 #: What a NUTS call's kept draws and their host copies may take, where the
@@ -112,7 +112,7 @@ MEMORY_BUDGET_BYTES = 2e9
 
 
 class Schedule(NamedTuple):
-    """How :func:`sweep.fits.fit_lanes` lays lanes out in compiled calls on one device.
+    """How :func:`sweep.execution.fits.fit_lanes` lays lanes out in compiled calls on one device.
 
     Built by :func:`schedule_for`; a lane's numbers may depend on the sizes
     here (``quadrature_lanes``, ``rule_lanes``, ``rule_slices``, the NUTS
@@ -126,7 +126,7 @@ class Schedule(NamedTuple):
         rule_slices: the rules whose calls compute this many lanes at a time,
             slice after slice (empty: every call vmapped whole).
         middle_rules: whether the full model's cascade has its middle rules
-            (:func:`sweep.cascade.default_cascade`): worth their calls where a
+            (:func:`sweep.execution.cascade.default_cascade`): worth their calls where a
             call costs its lanes (CPU), not where it costs its launches.
         nuts_calls: "queue": NUTS calls of one size whatever the group (at least
             filling their slots), a group too small for one call per worker

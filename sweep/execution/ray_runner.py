@@ -1,6 +1,6 @@
 """The Ray runner: one Ray task per shard, on an existing cluster or a local Ray instance.
 
-Each task calls the same :func:`sweep.shards.run_shard` as the in-process
+Each task calls the same :func:`sweep.execution.shards.run_shard` as the in-process
 runner, so results are identical; only *where* differs. Tasks are spread over
 the nodes, retried when a worker or node dies, and ask for a share of a GPU
 when the cluster has GPUs (with JAX told, through ``runtime_env``, not to
@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 import jax
 
 from binmetric_sweep.kernels.summaries import FitResults
-from binmetric_sweep.sweep.compile_cache import use_compilation_cache
-from binmetric_sweep.sweep.config import SweepSpec
-from binmetric_sweep.sweep.schedule import schedule_for
-from binmetric_sweep.sweep.shards import Shard, ShardResult, run_shard
+from binmetric_sweep.sweep.execution.compile_cache import use_compilation_cache
+from binmetric_sweep.sweep.execution.schedule import schedule_for
+from binmetric_sweep.sweep.execution.shards import Shard, ShardResult, run_shard
+from binmetric_sweep.sweep.spec.config import SweepSpec
 
 __all__ = ["run_ray", "task_options", "task_workers"]
 
@@ -51,7 +51,7 @@ def task_workers(gpus_in_cluster: float) -> int | None:
     """Calls a shard's task makes at once (its schedule's ``workers``).
 
     Without GPUs 1: a task holds one CPU (:func:`task_options`). With GPUs
-    None, the device's own (:func:`sweep.schedule.schedule_for`): two calls
+    None, the device's own (:func:`sweep.execution.schedule.schedule_for`): two calls
     in flight, so that the GPU computes one while the host prepares or
     summarises the other.
     """
@@ -75,7 +75,7 @@ def run_ray(
     it afterwards. At most ``max_in_flight`` tasks (default: twice the
     cluster's CPUs) are queued at once so the object store holds few results.
     Each task first asks for ``compile_cache`` in its worker process
-    (:func:`sweep.compile_cache.use_compilation_cache`; "default" is that
+    (:func:`sweep.execution.compile_cache.use_compilation_cache`; "default" is that
     node's own default directory), going without where it cannot be had.
     """
     import ray
@@ -112,7 +112,7 @@ def run_ray(
 def _run_shard_task(
     spec: SweepSpec, shard: Shard, compile_cache, workers: int | None, **kwargs
 ) -> ShardResult:
-    """A Ray task: :func:`sweep.shards.run_shard` with the compilation cache asked for,
+    """A Ray task: :func:`sweep.execution.shards.run_shard` with the compilation cache asked for,
     on its worker's device (whose schedule is built here, where the task runs).
 
     An entry point of its worker process: float64 is switched on here, as in

@@ -29,9 +29,9 @@ from binmetric_sweep.kernels.estimators import (
     estimator_names,
 )
 from binmetric_sweep.kernels.paired import PairedKind
-from binmetric_sweep.sweep.columns import GRID_AXES, PROBABILITY_AXES, SIZE_AXES
 from binmetric_sweep.sweep.errors import SweepError, shown
-from binmetric_sweep.sweep.rating_model import BINARY, RatingModel
+from binmetric_sweep.sweep.spec.rating_model import BINARY, RatingModel
+from binmetric_sweep.sweep.storage.columns import GRID_AXES, PROBABILITY_AXES, SIZE_AXES
 
 __all__ = [
     "AXES",
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: Grid axes in the order their Cartesian product varies (the last fastest), its
-#: probabilities and its sample sizes: the column registry's (:mod:`sweep.columns`).
+#: probabilities and its sample sizes: the column registry's (:mod:`sweep.storage.columns`).
 AXES = GRID_AXES
 #: Largest sample size accepted (counts stay exact integers in float64 far beyond it).
 MAX_SIZE = 10**9
@@ -435,7 +435,7 @@ class SweepSpec(_Strict):
 
     @property
     def rating_model(self) -> RatingModel:
-        """What the sweep's campaigns rate and how (:data:`sweep.rating_model.BINARY`: one
+        """What the sweep's campaigns rate and how (:data:`sweep.spec.rating_model.BINARY`: one
         human and one binary judge label per item, the only model a sweep file names today)."""
         return BINARY
 

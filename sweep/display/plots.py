@@ -6,8 +6,8 @@
                  rows="n_phi", cols="n_m", out="eps.png")
     plot_surface(surface, "eps", where=..., x="n_m", lines="n_phi", out="eps_lines.pdf")
 
-Cells and points are chosen exactly as :func:`sweep.tables.pivot_surface`
-chooses them (:func:`sweep.tables.select_cells`), so a figure and the table
+Cells and points are chosen exactly as :func:`sweep.display.tables.pivot_surface`
+chooses them (:func:`sweep.display.tables.select_cells`), so a figure and the table
 printed from the same options agree. Every figure is one paper column wide
 (:data:`COLUMN_WIDTH`) with 7–8 pt text, titled with the settings its rows
 share, and saved uncropped, so the file is exactly that wide: at :data:`DPI`
@@ -32,16 +32,7 @@ import pandas as pd
 from pandas.api import types as ptypes
 
 from binmetric_sweep.kernels.estimators import POSTERIOR, is_posterior
-from binmetric_sweep.sweep.columns import (
-    INTEGER_COLUMNS,
-    INTERVAL_VALUES,
-    LABELS,
-    SIZE_AXES,
-    SYMBOLS,
-)
-from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.paths import check_file_path, writing
-from binmetric_sweep.sweep.tables import (
+from binmetric_sweep.sweep.display.tables import (
     axis_columns,
     format_value,
     mark_table,
@@ -49,6 +40,15 @@ from binmetric_sweep.sweep.tables import (
     select_cells,
     surface_interval,
     undercovered,
+)
+from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.paths import check_file_path, writing
+from binmetric_sweep.sweep.storage.columns import (
+    INTEGER_COLUMNS,
+    INTERVAL_VALUES,
+    LABELS,
+    SIZE_AXES,
+    SYMBOLS,
 )
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ _MIN_CELL_FONT = 4.5
 # Each column's figure label (LABELS: axes' labels, other names show as-is), its symbol
 # for titles and legends (SYMBOLS) and whether it is a sample size (SIZE_AXES: logarithmic
 # by default in a line plot, ticks written 2.5k, 100k, 1M) are the column registry's
-# (sweep.columns), imported above and exported from here as before.
+# (sweep.storage.columns), imported above and exported from here as before.
 
 _METHODS = {"quadrature": "quadrature", "nuts": "NUTS"}
 
@@ -473,7 +473,7 @@ def _heatmap(
 ) -> None:
     """Draw the selected rows as a heatmap, ``rows`` axis down and ``cols`` across.
 
-    Cells ``marks`` marks (:func:`sweep.tables.mark_table`) are hatched.
+    Cells ``marks`` marks (:func:`sweep.display.tables.mark_table`) are hatched.
     """
     from matplotlib import colormaps
 
@@ -743,7 +743,7 @@ def _lines(
 ) -> list[str]:
     """Draw the selected rows as lines along ``x``; returns notes for under the title.
 
-    Points whose row ``marked`` marks (:func:`sweep.tables.undercovered`) are hollow.
+    Points whose row ``marked`` marks (:func:`sweep.display.tables.undercovered`) are hollow.
     """
     notes: list[str] = []
     marked = np.zeros(len(frame), dtype=bool) if marked is None else np.asarray(marked, bool)
@@ -888,7 +888,8 @@ _INVALID = {
 def _coverage_note(
     frame: pd.DataFrame, value: str, mark: str, interval: float | None
 ) -> str | None:
-    """The note under a figure's title on its marked cells (:func:`sweep.tables.undercovered`)."""
+    """The note under a figure's title on its marked cells
+    (:func:`sweep.display.tables.undercovered`)."""
     if value not in INTERVAL_VALUES:
         return None
     marked = undercovered(frame, interval)
@@ -951,7 +952,7 @@ def plot_surface(
     Exactly one mode:
 
     - heatmap, ``rows`` and ``cols`` given: the table of
-      :func:`~sweep.tables.pivot_surface` as coloured cells at categorical
+      :func:`~sweep.display.tables.pivot_surface` as coloured cells at categorical
       positions (``rows`` down, ascending), on the scale of :func:`colour_scale`
       (logarithmic for positive values spanning more than a decade, else
       robust limits with arrows for the cells beyond), each cell labelled with
@@ -966,12 +967,12 @@ def plot_surface(
       is logarithmic when ``log_y`` is true, or, when None, when every value
       is positive and they span more than a decade.
 
-    ``where`` fixes the other axes as in :func:`~sweep.tables.filter_surface`
+    ``where`` fixes the other axes as in :func:`~sweep.display.tables.filter_surface`
     and the same rule applies: every other axis that varies within a cell or
     point must be fixed. Where the value rests on the estimator's interval or
-    SE (:data:`~sweep.tables.INTERVAL_VALUES`: ε, ``se_mean``, ``width_mean``,
+    SE (:data:`~sweep.display.tables.INTERVAL_VALUES`: ε, ``se_mean``, ``width_mean``,
     coverage) and the estimator covers far less often than the nominal
-    ``interval`` (:func:`~sweep.tables.undercovered`; None: the sweep's, from
+    ``interval`` (:func:`~sweep.display.tables.undercovered`; None: the sweep's, from
     ``surface.attrs``, else 0.95), its heatmap cells are hatched and its points
     hollow. The title is ``title``, or the value's symbol and every setting
     the selected rows share (:func:`setting_phrases`), then a line per note

@@ -2,7 +2,7 @@
 
 A runner takes the sweep and the shards still to do and knows nothing of the
 store; the caller writes each result as it arrives. The in-process runner is
-here; the Ray runner lives in :mod:`sweep.ray_runner` so that Ray is imported
+here; the Ray runner lives in :mod:`sweep.execution.ray_runner` so that Ray is imported
 only when it is used.
 """
 
@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from binmetric_sweep.kernels.summaries import FitResults
-from binmetric_sweep.sweep.config import SweepSpec
-from binmetric_sweep.sweep.fits import FitMemo
-from binmetric_sweep.sweep.schedule import Schedule, schedule_for
-from binmetric_sweep.sweep.shards import Shard, ShardResult, run_shard
+from binmetric_sweep.sweep.execution.fits import FitMemo
+from binmetric_sweep.sweep.execution.schedule import Schedule, schedule_for
+from binmetric_sweep.sweep.execution.shards import Shard, ShardResult, run_shard
+from binmetric_sweep.sweep.spec.config import SweepSpec
 
 __all__ = ["run_local"]
 
@@ -32,7 +32,7 @@ def run_local(
 ) -> Iterator[ShardResult]:
     """Compute the shards in this process, on whatever device JAX has; yield them in order.
 
-    ``schedule``: the device's (:func:`sweep.schedule.schedule_for`; None: JAX's
+    ``schedule``: the device's (:func:`sweep.execution.schedule.schedule_for`; None: JAX's
     default device's). Its ``shards_ahead`` shards are begun, each in a thread
     of its own, while the caller takes the one in hand (0: one shard at a
     time). The device then computes the next shard's first calls while the

@@ -30,10 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from binmetric_sweep.sweep.config import SweepSpec, spec_digest
 from binmetric_sweep.sweep.errors import SweepError
+from binmetric_sweep.sweep.execution.shards import ShardResult
 from binmetric_sweep.sweep.paths import check_out_dir, os_reason, writing
-from binmetric_sweep.sweep.shards import ShardResult
+from binmetric_sweep.sweep.spec.config import SweepSpec, spec_digest
 from binmetric_sweep.sweep.version import NUMBERS_VERSION, __version__
 
 __all__ = ["TABLES", "ShardState", "Store", "open_store", "read_manifest"]
@@ -53,9 +53,9 @@ class ShardState(NamedTuple):
         node: where it was computed ("" unless done).
         seconds: compute time recorded with it (0 unless done).
         written: when it was written (Unix time; 0 unless done).
-        device: the device that computed it (:attr:`sweep.shards.ShardResult.device`;
+        device: the device that computed it (:attr:`sweep.execution.shards.ShardResult.device`;
             "" unless done, or where an older version wrote it).
-        loop: the NUTS loop that computed it (:attr:`sweep.shards.ShardResult.loop`;
+        loop: the NUTS loop that computed it (:attr:`sweep.execution.shards.ShardResult.loop`;
             "" for quadrature, unless done, or where an older version wrote it).
     """
 

@@ -8,12 +8,12 @@ functions by name: the grid hashes :attr:`RatingModel.id_text` into each
 configuration's ``config_id``, a shard builds its lanes' designs with
 :attr:`~RatingModel.lane_designs` and their counts with
 :attr:`~RatingModel.expected_counts` or :attr:`~RatingModel.draw_counts` (in
-:func:`sweep.lanes.lane_counts`), stores :attr:`~RatingModel.count_fields`
+:func:`sweep.spec.lanes.lane_counts`), stores :attr:`~RatingModel.count_fields`
 in each fits row, and summarises each estimator against the configuration's
 :attr:`~RatingModel.truth` column.
 
 The log density and the exact quadrature rules are the binary model's in
-:mod:`sweep.fits` (through :mod:`sweep.cascade` and the NUTS programs); a
+:mod:`sweep.execution.fits` (through :mod:`sweep.execution.cascade` and the NUTS programs); a
 second model brings its own there (docs/design.md, "Where a second rating
 model plugs in").
 """
@@ -29,7 +29,7 @@ import pandas as pd
 from binmetric_sweep.kernels import counts as binary_counts
 from binmetric_sweep.kernels.counts import Counts, Design
 from binmetric_sweep.kernels.paired import PairedKind, kinds_of_flags, separate
-from binmetric_sweep.sweep.lanes import lane_designs
+from binmetric_sweep.sweep.spec.lanes import lane_designs
 
 __all__ = ["BINARY", "RatingModel", "binary_id_text", "binary_lane_designs"]
 
@@ -73,7 +73,7 @@ def binary_id_text(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKi
 
 
 def binary_lane_designs(configurations: pd.DataFrame, replicates: int) -> Design:
-    """``(C·R,)`` binary lane designs (:func:`sweep.lanes.lane_designs`) of a configurations
+    """``(C·R,)`` binary lane designs (:func:`sweep.spec.lanes.lane_designs`) of a configurations
     table, each configuration repeated for its R replicates."""
 
     def column(name, dtype=float):
