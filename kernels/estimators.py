@@ -128,7 +128,7 @@ class Estimator(NamedTuple):
         name: as sweep files, tables and ``--estimator`` spell it.
         estimate: ``(counts, level) -> Estimate``: ``(B,)`` lanes' counts and
             the interval's level in (0, 1); None for the posterior, whose
-            estimates are its fits' (``sweep.fits``, :func:`posterior_estimate`).
+            estimates are its fits' (``sweep.execution.fits``, :func:`posterior_estimate`).
         interval: the interval's kind, in words (docs/estimators.md's table).
         planning: its asymptotic SE for ``sweep plan``
             (:class:`~binmetric_sweep.kernels.planning_se.PlanningSE`); None

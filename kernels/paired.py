@@ -6,7 +6,7 @@ share ψ of them adequate (:func:`separate`); or ρ and η are known numbers and
 nothing is paired (:data:`KNOWN`).
 
 Each edge has its own spelling and one parse function, here or at the edge:
-a sweep file's ``n_rho_eta: n_phi | known | [sizes]`` (``sweep.config``),
+a sweep file's ``n_rho_eta: n_phi | known | [sizes]`` (``sweep.spec.config``),
 ``sweep plan``'s ``--n-rho-eta shared | known | N`` (``sweep.plan.spec``), and the
 configurations table's two bools ``shared_paired``, ``rho_eta_known``
 (:func:`from_flags`, :func:`kinds_of_flags`). The layers then ask the value
