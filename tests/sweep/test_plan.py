@@ -109,7 +109,6 @@ def test_a_sweep_and_the_planner_make_a_configuration_s_design_alike():
     items, known) give the same lanes' Design, field for field and dtype for dtype; a lane
     both shared and known is refused."""
     from binmetric_sweep.kernels.paired import kinds_of_flags
-    from binmetric_sweep.sweep.execution.shards import _designs
     from binmetric_sweep.sweep.plan.exact import scenario_designs
     from binmetric_sweep.sweep.spec.config import load_sweep
     from binmetric_sweep.sweep.spec.grid import expand_grid
@@ -123,7 +122,7 @@ def test_a_sweep_and_the_planner_make_a_configuration_s_design_alike():
     text = f"name: designs\ncounts: sampled\nreplicates: 2\nmethod: quadrature\ngrid:\n{blocks}"
     configurations = expand_grid(load_sweep(text))
     assert len(configurations) == 3
-    from_sweep = _designs(configurations, 2)
+    from_sweep = BINARY.lane_designs(configurations, 2)  # what a shard builds
     scenarios = [
         spec(alpha=0.6, rho=0.8, eta=0.7, eps=0.05, n_rho_eta=n) for n in ("shared", 150, "known")
     ]
