@@ -342,9 +342,9 @@ def register(estimator: Estimator) -> Estimator:
         ValueError: a name taken, reserved (``all``) or not a lower-case identifier, or a
             second posterior.
     """
-    name = estimator.name
     if not isinstance(estimator, Estimator):
         raise TypeError(f"register: {estimator!r} is not an Estimator")
+    name = estimator.name
     if name in _REGISTRY or name in _RESERVED:
         raise ValueError(f"register: the estimator name {name!r} is taken")
     if not (name.isidentifier() and name == name.lower()):
@@ -403,7 +403,7 @@ _BUILT_IN = (
         "Lee et al.'s smoothed plug-in",
         planning_se.ROGAN_GLADEN,
         pools_rates=True,
-    ),  # fmt: skip
+    ),
     Estimator("ppi", ppi, "normal", planning_se.PPI),
     Estimator("ppi_pp", ppi_pp, "normal", planning_se.PPI_PP),
 )
