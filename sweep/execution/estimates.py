@@ -17,6 +17,7 @@ from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.estimators import (
     Estimate,
     Estimator,
+    estimator_named,
     estimator_names,
     registered,
 )
@@ -47,11 +48,11 @@ def estimators_of_option(
         return (option,)
     if option == ALL:
         return registered()
-    found = [e for e in registered() if e.name == option]
-    if not found:
+    try:
+        return (estimator_named(option),)
+    except KeyError:
         allowed = ", ".join(estimator_choices())
-        raise SweepError(f"{flag}: {option!r} is not an estimator; allowed: {allowed}")
-    return tuple(found)
+        raise SweepError(f"{flag}: {option!r} is not an estimator; allowed: {allowed}") from None
 
 
 def estimate_lanes(

@@ -16,8 +16,8 @@ from binmetric_sweep.kernels.estimators import (
     HUMAN_ONLY,
     POSTERIOR,
     Estimator,
+    estimator_named,
     estimator_names,
-    registered,
 )
 from binmetric_sweep.kernels.paired import PairedDesign
 from binmetric_sweep.sweep.errors import SweepError, shown
@@ -233,15 +233,15 @@ def _estimator_of(estimator) -> Estimator:
     """A registered estimator, or the one its name names (``plan`` plans one)."""
     if isinstance(estimator, Estimator):
         return estimator
-    found = [e for e in registered() if e.name == estimator]
-    if not found:
+    try:
+        return estimator_named(estimator)
+    except KeyError:
         allowed = ", ".join(estimator_names())
         why = "plans several estimators; plan_estimators gives them" if estimator == "all" else ""
         raise SweepError(
             f"estimator: {shown(estimator)} {why or 'is not an estimator'}; "
             f"allowed: one of {allowed}"
-        )
-    return found[0]
+        ) from None
 
 
 def _closed_form_plan(estimator: Estimator, spec: PlanSpec):
