@@ -27,6 +27,7 @@ interval's level, and returns a :class:`kernels.estimators.Estimate` of ``(B,)``
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -256,17 +257,98 @@ def _ppi(counts: CategoricalCounts, layout: Layout, level: float) -> Estimate:
     return _ppi_with(counts, layout, level, scores, jnp.ones(counts.judged.shape[:-1] + (1,)))
 
 
+def _faces(judges: int) -> list[tuple[tuple[int, ...], bool]]:
+    """The faces of {λ ≥ 0, Σλ ≤ 1} in J dimensions: the judges free on it (the others 0)
+    and whether Σλ = 1 there; the vertex λ = 0 first, then the more judges free the earlier."""
+    subsets = [s for r in range(judges, 0, -1) for s in itertools.combinations(range(judges), r)]
+    return [((), False)] + [(s, full) for s in subsets for full in (False, True)]
+
+
+def _constrained_weights(a: Array, c: Array) -> Array:
+    """argmin λᵀaλ − 2cᵀλ over {λ ≥ 0, Σλ ≤ 1}, ``a`` ``(B, J, J)`` positive semi-definite,
+    ``c`` ``(B, J)``: each face's stationary point (a pseudo-inverse where ``a`` is singular,
+    the minimum-norm one), the least objective among those feasible; of ties (a singular
+    ``a``: judges that always agree), the least ‖λ‖.
+
+    Every face is one (J + 1)-square system, solved in one batch: [[a_SS, 1_S], [1_Sᵀ, 0]]
+    [λ; μ] = [c_S; 1] where Σλ = 1 on it, λ_j = 0 (a diagonal s) off S, μ = 0 (a diagonal s)
+    where Σλ < 1; s is a's largest entry, so that the pseudo-inverse's cut-off, relative to
+    the largest singular value, is a's.
+    """
+    judges = c.shape[-1]
+    faces = _faces(judges)
+    free = np.zeros((len(faces), judges), bool)
+    for i, (members, _) in enumerate(faces):
+        free[i, list(members)] = True
+    full = np.array([f for _, f in faces])
+    both = free[:, :, None] & free[:, None, :]  # (F, J, J)
+    top = jnp.abs(a).max((-2, -1))
+    s = jnp.where(top > 0, top, 1.0)[..., None, None]  # (B, 1, 1)
+    eye = np.eye(judges)
+    block = (
+        jnp.where(both, a[..., None, :, :], 0.0)
+        + eye * np.where(free, 0.0, 1.0)[:, :, None] * s[..., None]
+    )
+    border = (free & full[:, None]).astype(np.float64)  # (F, J)
+    corner = jnp.where(full, 0.0, 1.0) * s  # (B, 1, F) → (B, F) below
+    system = jnp.concatenate(
+        [
+            jnp.concatenate(
+                [block, jnp.broadcast_to(border[..., None], block.shape[:-1] + (1,))], -1
+            ),
+            jnp.concatenate(
+                [jnp.broadcast_to(border, block.shape[:-2] + (judges,)), corner[..., 0, :, None]],
+                -1,
+            )[..., None, :],
+        ],
+        -2,
+    )
+    rhs = jnp.concatenate(
+        [
+            jnp.where(free, c[..., None, :], 0.0),
+            jnp.broadcast_to(full.astype(np.float64)[:, None], block.shape[:-2] + (1,)),
+        ],
+        -1,
+    )
+    lam = jnp.einsum("...ij,...j->...i", jnp.linalg.pinv(system, hermitian=True), rhs)
+    lam = lam[..., :judges]  # (B, F, J)
+    feasible = jnp.all(lam >= -_FEASIBLE, -1) & (lam.sum(-1) <= 1.0 + _FEASIBLE)
+    lam = jnp.clip(lam, 0.0, None)
+    objective = jnp.einsum("...fi,...ij,...fj->...f", lam, a, lam) - 2.0 * (
+        lam * c[..., None, :]
+    ).sum(-1)
+    objective = jnp.where(feasible, objective, jnp.inf)  # λ = 0 is always feasible
+    scale = jnp.abs(a).sum((-2, -1)) + jnp.abs(c).sum(-1)
+    least = objective <= objective.min(-1, keepdims=True) + _TIE * scale[..., None]
+    best = jnp.argmin(jnp.where(least, (lam**2).sum(-1), jnp.inf), -1)
+    return jnp.take_along_axis(lam, best[..., None, None], -2)[..., 0, :]
+
+
+#: How far outside {λ ≥ 0, Σλ ≤ 1} a face's stationary point may fall by rounding alone.
+_FEASIBLE = 1e-12
+#: Objectives within this share of the problem's scale are ties (rounding in a singular ``a``).
+_TIE = 1e-12
+
+
 def ppi_pp_weights(counts: CategoricalCounts, layout: Layout) -> Array:
     """PPI++'s λ̂, ``(B, J)``, one weight per judge, its predictions f_j(l) = v_{l_j}.
 
-    One judge: ``ppi_py``'s λ̂ for a mean, Cov_L(Y, f)/((1 + N_ρη/N_M)·Var_{L∪U}(f)) (ddof 0
-    and 1, as ``ppi_py``), clipped to [0, 1], 0 where f is constant on L ∪ U. Several judges:
-    the λ minimising the variance Var(Y − λᵀf)/N_ρη + λᵀΣ_fλ/N_M with Σ_f = Cov(f) on L and U
-    alike, λ̂ = (1 + N_ρη/N_M)⁻¹ Σ̂_f⁺ Ĉov_L(f, Y) (multi-prediction PPI++; GLIDE's
-    ``MultiPPIMeanEstimator``, which takes ddof 1 throughout and raises where Σ̂_f is
-    singular), Σ̂_f over L ∪ U with ddof 1 and Ĉov with ddof 0 as for one judge, Σ̂_f⁺ the
-    pseudo-inverse (judges that always agree share their weight; a constant judge gets 0).
-    Not clipped: a negative weight can cancel an error two judges share.
+    The variance of Σ_j λ_j mean_U(f_j) + mean_L(Y − λᵀf), with Σ_f the judges' covariance
+    on L and on U alike, is (Var(Y) − 2λᵀCov(f, Y) + (1 + N_ρη/N_M)λᵀΣ_fλ)/N_ρη. λ̂ minimises
+    it with Cov_L(f, Y) (ddof 0) and Σ_f over L ∪ U (ddof 1), as ``ppi_py`` estimates them,
+    over λ ≥ 0 with Σ_j λ_j ≤ 1.
+
+    One judge: ``ppi_py``'s λ̂ for a mean, Cov_L(Y, f)/((1 + N_ρη/N_M)·Var_{L∪U}(f))
+    clipped to [0, 1] (0 where f is constant on L ∪ U). Several judges: where it lies in
+    that set, the unconstrained minimum λ̂ = (1 + N_ρη/N_M)⁻¹ Σ̂_f⁺ Ĉov_L(f, Y) of
+    multi-prediction PPI++ (GLIDE's ``MultiPPIMeanEstimator``, with ddof 1 throughout,
+    unconstrained, and refusing a singular Σ̂_f); otherwise the least variance on its
+    boundary. The set is ``ppi_py``'s [0, 1] for one judge, and makes J copies of one judge
+    the judge itself (their weights share its one); unconstrained, a weight follows the noise
+    of Ĉov along a direction in which Σ̂_f is small (two judges that mostly agree, or U's
+    verdicts nearly all alike) to estimates far outside [min v, max v]. Σ̂_f⁺ is the
+    pseudo-inverse: judges that always agree share their weight equally; a constant one
+    gets 0.
     """
     scores = layout.judge_values()
     d = _paired(counts, layout, scores)
@@ -284,7 +366,7 @@ def ppi_pp_weights(counts: CategoricalCounts, layout: Layout) -> Array:
         positive = denominator > 0
         lam = jnp.where(positive, d.cov[..., 0] / jnp.where(positive, denominator, 1.0), 0.0)
         return jnp.clip(lam, 0.0, 1.0)[..., None]
-    return jnp.einsum("...pq,...q->...p", jnp.linalg.pinv(sigma), d.cov) / shrink[..., None]
+    return _constrained_weights(shrink[..., None, None] * sigma, d.cov)
 
 
 def _ppi_pp(counts: CategoricalCounts, layout: Layout, level: float) -> Estimate:
