@@ -272,8 +272,8 @@ def _constrained_weights(a: Array, c: Array) -> Array:
 
     Every face is one (J + 1)-square system, solved in one batch: [[a_SS, 1_S], [1_Sᵀ, 0]]
     [λ; μ] = [c_S; 1] where Σλ = 1 on it, λ_j = 0 (a diagonal s) off S, μ = 0 (a diagonal s)
-    where Σλ < 1; s is a's largest entry, so that the pseudo-inverse's cut-off, relative to
-    the largest singular value, is a's.
+    where Σλ < 1; s is a's largest entry, so that the padding does not set the scale of the
+    pseudo-inverse's cut-off (relative to the largest singular value).
     """
     judges = c.shape[-1]
     faces = _faces(judges)
