@@ -84,6 +84,10 @@ REASONS = (
     "judge no better than chance",
     "no paired set (rho, eta known)",
     "fewer than 2 paired items",
+    # K-class counts (kernels.categorical.estimators)
+    "judges answer in more outcomes than classes (several judges)",
+    "a class has no paired item",
+    "the judge's confusion matrix is singular",
 )
 (
     APPLIES,
@@ -94,7 +98,7 @@ REASONS = (
     CHANCE_JUDGE,
     NO_PAIRED_SET,
     FEW_PAIRED,
-) = range(len(REASONS))
+) = range(8)
 
 
 class Estimate(NamedTuple):
@@ -139,6 +143,10 @@ class Estimator(NamedTuple):
             ratings as pairs, not as rates.
         posterior: it is the posterior (fitted, with a sampler's health, and
             compared by P(a better than b) rather than by a z-test).
+        categorical: ``(counts, layout, level) -> Estimate``: its form on K-class counts
+            (:class:`kernels.categorical.counts.CategoricalCounts` of a
+            :class:`~kernels.categorical.counts.Layout`), estimating θ = vᵀπ; None where it
+            has none (the posterior's is sampled, elsewhere).
     """
 
     name: str
@@ -147,6 +155,7 @@ class Estimator(NamedTuple):
     planning: PlanningSE | None
     pools_rates: bool = False
     posterior: bool = False
+    categorical: Callable | None = None
 
 
 def _reason(*checks) -> Array:
@@ -393,19 +402,42 @@ def is_posterior(name: str) -> bool:
     return found is not None and found.posterior
 
 
+def _categorical_form(name: str) -> Callable:
+    """The K-class form of a built-in estimator, :mod:`kernels.categorical.estimators`'
+    function ``name`` (imported when first called: that module builds on this one)."""
+
+    def form(counts, layout, level: float) -> Estimate:
+        from binmetric_sweep.kernels.categorical import estimators as categorical
+
+        return getattr(categorical, name)(counts, layout, level)
+
+    form.__name__ = form.__qualname__ = name
+    return form
+
+
+HUMAN_ONLY = HUMAN_ONLY._replace(categorical=_categorical_form("human_only"))
 _BUILT_IN = (
     POSTERIOR,
     HUMAN_ONLY,
-    Estimator("judge_only", judge_only, "Wilson score", planning_se.JUDGE_ONLY),
+    Estimator(
+        "judge_only",
+        judge_only,
+        "Wilson score",
+        planning_se.JUDGE_ONLY,
+        categorical=_categorical_form("judge_only"),
+    ),
     Estimator(
         "rogan_gladen",
         rogan_gladen,
         "Lee et al.'s smoothed plug-in",
         planning_se.ROGAN_GLADEN,
         pools_rates=True,
+        categorical=_categorical_form("rogan_gladen"),
     ),
-    Estimator("ppi", ppi, "normal", planning_se.PPI),
-    Estimator("ppi_pp", ppi_pp, "normal", planning_se.PPI_PP),
+    Estimator("ppi", ppi, "normal", planning_se.PPI, categorical=_categorical_form("ppi")),
+    Estimator(
+        "ppi_pp", ppi_pp, "normal", planning_se.PPI_PP, categorical=_categorical_form("ppi_pp")
+    ),
 )
 for _estimator in _BUILT_IN:
     register(_estimator)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.estimators import (
     Estimate,
@@ -56,7 +57,11 @@ def estimators_of_option(
 
 
 def estimate_lanes(
-    counts: Counts, estimators: tuple[Estimator, ...], level: float, schedule: Schedule
+    counts: Counts | CategoricalCounts,
+    estimators: tuple[Estimator, ...],
+    level: float,
+    schedule: Schedule,
+    layout: Layout | None = None,
 ) -> dict[str, Estimate]:
     """Each estimator's ``(B,)`` estimates of B lanes' counts (NumPy), by name.
 
@@ -65,12 +70,14 @@ def estimate_lanes(
         estimators: estimators with an estimate function (not the posterior).
         level: the intervals' level, in (0, 1).
         schedule: the device's (its ``estimator_lanes``).
+        layout: None for binary counts; for categorical counts their layout (each
+            estimator's categorical form then estimates θ).
     """
-    b = int(np.shape(counts.n_pos)[0])
+    b = int(np.shape(jax.tree.leaves(counts)[0])[0])
     if b == 0:
         empty = Estimate(*(np.zeros(0) for _ in range(4)), np.zeros(0, np.int8))
         return dict.fromkeys((e.name for e in estimators), empty)
-    program = estimators_program(tuple(estimators), float(level))
+    program = estimators_program(tuple(estimators), float(level), layout)
     size = schedule.estimator_lanes
     calls = []
     for start in range(0, b, size):

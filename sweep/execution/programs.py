@@ -10,7 +10,8 @@ a rule's calls apart). Programs:
   α-marginal is a Beta ("beta") or whose ρ, η are known ("known");
 - :func:`gauss_hermite_program`, :func:`alpha_t_program`, :func:`t_outer_program`,
   :func:`hermite_t_program`: the cascade's rules that check themselves;
-- :func:`nuts_program`: NUTS for a call of fits;
+- :func:`nuts_program`: NUTS for a call of fits; :func:`categorical_nuts_program` the
+  categorical model's;
 - :func:`estimators_program`: the estimators with an estimate function
   (:mod:`kernels.estimators`).
 
@@ -27,6 +28,7 @@ from functools import cache
 import jax
 import jax.numpy as jnp
 
+from binmetric_sweep.kernels.categorical.counts import Layout
 from binmetric_sweep.kernels.counts import replicate_key
 from binmetric_sweep.kernels.estimators import Estimator
 from binmetric_sweep.kernels.gauss_hermite import (
@@ -47,6 +49,7 @@ from binmetric_sweep.sweep.execution.compile_cache import ExportedProgram
 
 __all__ = [
     "alpha_t_program",
+    "categorical_nuts_program",
     "counts_program",
     "estimators_program",
     "gauss_hermite_program",
@@ -81,13 +84,20 @@ def counts_program(mode: str, model) -> ExportedProgram:
 
 
 @cache
-def estimators_program(estimators: tuple[Estimator, ...], level: float) -> ExportedProgram:
+def estimators_program(
+    estimators: tuple[Estimator, ...], level: float, layout: Layout | None = None
+) -> ExportedProgram:
     """``fn(counts)``: each estimator's :class:`kernels.estimators.Estimate` of ``(B,)``
     lanes, in the order of ``estimators`` (each with an estimate function), at interval
-    level ``level``."""
-    fn = jax.jit(lambda counts: tuple(e.estimate(counts, level) for e in estimators))
-    names = tuple(e.name for e in estimators)
-    return ExportedProgram(fn, "estimators", (names, level))
+    level ``level``: of binary counts, or, with a ``layout``, of categorical counts by
+    each estimator's categorical form."""
+    if layout is None:
+        fn = jax.jit(lambda counts: tuple(e.estimate(counts, level) for e in estimators))
+        key = (tuple(e.name for e in estimators), level)
+    else:
+        fn = jax.jit(lambda counts: tuple(e.categorical(counts, layout, level) for e in estimators))
+        key = (tuple(e.name for e in estimators), level, layout)
+    return ExportedProgram(fn, "estimators", key)
 
 
 @cache
@@ -101,6 +111,24 @@ def nuts_program(
         return sample_fits(keys, counts, settings, dim, ridge, slots, n_valid)
 
     return ExportedProgram(jax.jit(batch), "nuts", (dim, settings, ridge, slots))
+
+
+@cache
+def categorical_nuts_program(
+    layout: Layout, settings: NUTSSettings, independent: bool, slots: int | None = None
+) -> ExportedProgram:
+    """``fn(keys, counts, n_valid=None)``: θ draws of a call's categorical fits
+    (:func:`kernels.categorical.nuts.sample_fits`); only its first n_valid run."""
+    from binmetric_sweep.kernels.categorical import nuts as categorical_nuts
+
+    def batch(keys, counts, n_valid=None):
+        keys = jax.vmap(sampler_key)(keys)
+        return categorical_nuts.sample_fits(
+            keys, counts, layout, settings, independent, slots, n_valid
+        )
+
+    name = "categorical_nuts"
+    return ExportedProgram(jax.jit(batch), name, (layout, settings, independent, slots))
 
 
 @cache

@@ -36,6 +36,7 @@ from binmetric_sweep.kernels.summaries import (
     sampler_health,
     summarize_estimates,
 )
+from binmetric_sweep.sweep.execution.categorical_fits import fit_categorical_lanes
 from binmetric_sweep.sweep.execution.estimates import estimate_lanes
 from binmetric_sweep.sweep.execution.fits import FitMemo, fit_lanes
 from binmetric_sweep.sweep.execution.schedule import Schedule, bucket, schedule_for
@@ -113,11 +114,27 @@ class ShardResult(NamedTuple):
     rule_seconds: Mapping[str, float] = MappingProxyType({})
 
 
-def make_shards(configurations: pd.DataFrame, shard_size: int) -> list[Shard]:
-    """Consecutive slices of ``shard_size`` configurations (the last may be shorter)."""
+def make_shards(
+    configurations: pd.DataFrame, shard_size: int, layout_column: str | None = None
+) -> list[Shard]:
+    """Consecutive slices of ``shard_size`` configurations (the last of a run may be shorter).
+
+    With a ``layout_column`` (:attr:`sweep.spec.rating_model.RatingModel.layout_column`), a
+    slice never spans a change of its value: a shard's lanes share one layout of counts.
+    """
+    if layout_column is None or len(configurations) == 0:
+        starts = list(range(0, len(configurations), shard_size))
+        ends = [*starts[1:], len(configurations)]
+    else:
+        values = configurations[layout_column].to_numpy()
+        breaks = [0, *np.flatnonzero(values[1:] != values[:-1]) + 1, len(values)]
+        starts, ends = [], []
+        for first, last in zip(breaks[:-1], breaks[1:], strict=True):
+            starts += range(first, last, shard_size)
+            ends += [*range(first + shard_size, last, shard_size), last]
     return [
-        Shard(i, configurations.iloc[start : start + shard_size].reset_index(drop=True))
-        for i, start in enumerate(range(0, len(configurations), shard_size))
+        Shard(i, configurations.iloc[start:end].reset_index(drop=True))
+        for i, (start, end) in enumerate(zip(starts, ends, strict=True))
     ]
 
 
@@ -191,6 +208,7 @@ def run_shard(
     keys = lane_keys(spec.seed, words, replicate)
     model = spec.rating_model
     counts = lane_counts(model.lane_designs(configs, r), keys, spec.counts, model)
+    layout = None if model.layout is None else model.layout(configs)
     lap("counts")
     schedule = schedule_for() if schedule is None else schedule
     nuts = resolve_loop(nuts_settings(spec), schedule.device)
@@ -198,7 +216,20 @@ def run_shard(
     fits, calls = None, ()
     chosen = spec.estimator_values()
     posterior = next((e.name for e in chosen if e.posterior), None)
-    if posterior is not None:
+    if posterior is not None and layout is not None:
+        fits, info = fit_categorical_lanes(
+            counts,
+            keys,
+            layout,
+            spec.independent_judges,
+            level=spec.interval,
+            nuts=nuts,
+            schedule=schedule,
+            on_chunk=on_fits,
+            stop=stop,
+        )
+        lap("fits")
+    elif posterior is not None:
         fits, info = fit_lanes(
             counts,
             keys,
@@ -211,6 +242,7 @@ def run_shard(
             memo=memo,
         )
         lap("fits")
+    if posterior is not None:
         calls = info.calls
         if fault is not None:
             fits = fault(fits)
@@ -222,11 +254,11 @@ def run_shard(
         )
     classical = tuple(e for e in chosen if not e.posterior)
     if classical:
-        estimates.update(estimate_lanes(counts, classical, spec.interval, schedule))
+        estimates.update(estimate_lanes(counts, classical, spec.interval, schedule, layout))
         if on_fits is not None and posterior is None:  # progress counts lanes, fitted or not
             on_fits(len(replicate))
         lap("estimators")
-    fits_table = _fits_table(configs, replicate, counts, estimates, fits, model.count_fields)
+    fits_table = _fits_table(configs, replicate, counts, estimates, fits, model)
     lap("tables")  # the fits' table; the surface's is added below
     gammas, powers = (
         np.asarray(v, np.float64).ravel()
@@ -319,8 +351,19 @@ def _strings(codes, words, null=None) -> pa.Array:
     return pa.DictionaryArray.from_arrays(indices, pa.array(list(words))).cast(pa.string())
 
 
+def _count_column(values, repeats: int):
+    """A lane's count (``(B,)``) or count vector (``(B, ...)``, flattened row-major) on each
+    of its ``repeats`` rows: int64, or an Arrow list of int64."""
+    x = np.repeat(np.asarray(values).astype(np.int64), repeats, axis=0)
+    if x.ndim == 1:
+        return x
+    flat = x.reshape(len(x), -1)
+    offsets = np.arange(len(flat) + 1, dtype=np.int32) * flat.shape[1]
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.reshape(-1)))
+
+
 def _fits_table(
-    configs, replicate, counts, estimates: dict[str, Estimate], fits, count_fields
+    configs, replicate, counts, estimates: dict[str, Estimate], fits, model
 ) -> pa.Table:
     """One row per (configuration, replicate, estimator), the estimators in their order."""
     names = list(estimates)
@@ -338,8 +381,8 @@ def _fits_table(
         "replicate": each(replicate.astype(np.int32)),
         "estimator": _strings(np.tile(np.arange(e, dtype=np.int8), b), names),
     }
-    for name in count_fields:
-        columns[name] = each(np.asarray(getattr(counts, name)).astype(np.int64))
+    for name in model.count_fields:
+        columns[name] = _count_column(getattr(counts, name), e)
     applicable = interleaved([estimates[n].applicable for n in names], bool)
     for column, field in (("estimate", 0), ("se", 1), ("ci_low", 2), ("ci_high", 3)):
         values = interleaved([estimates[n][field] for n in names], np.float64)
@@ -360,8 +403,8 @@ def _fits_table(
         for n in names
     ]
     columns["finite"] = interleaved(finite, bool)
-    table = pa.table(ordered(FITS, columns))
-    check_schema(FITS, table.schema)
+    table = pa.table(ordered(FITS, columns, model.columns))
+    check_schema(FITS, table.schema, model.columns)
     return table
 
 
@@ -378,6 +421,8 @@ def _surface_table(
     columns["counts"] = [spec.counts] * n
     columns["method"] = pd.array([spec.method if spec.has_posterior else None] * n, "string")
     columns["replicates"] = np.full(n, spec.replicates, np.int32)
+    for name, setting in spec.surface_settings().items():
+        columns[name] = [setting] * n
     columns["estimator"] = np.array(names, object)[np.tile(np.repeat(np.arange(e), g), c)]
     columns["gamma"] = np.tile(gammas, c * e)
     columns["power"] = np.tile(powers, c * e)
@@ -400,7 +445,8 @@ def _surface_table(
         ]
         columns[field] = rows(values).astype(column.numpy)
     columns["shard"] = np.full(n, index, np.int32)
-    frame = pd.DataFrame(ordered(SURFACE, columns))
+    model = spec.rating_model.columns
+    frame = pd.DataFrame(ordered(SURFACE, columns, model))
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    check_schema(SURFACE, table.schema)
+    check_schema(SURFACE, table.schema, model)
     return table

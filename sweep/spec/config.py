@@ -27,11 +27,18 @@ from binmetric_sweep.kernels.estimators import (
     Estimator,
     estimator_named,
     estimator_names,
+    registered,
 )
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.errors import SweepError, shown
-from binmetric_sweep.sweep.spec.rating_model import BINARY, RatingModel
-from binmetric_sweep.sweep.storage.columns import GRID_AXES, PROBABILITY_AXES, SIZE_AXES
+from binmetric_sweep.sweep.spec.rating_model import BINARY, PREFERENCE, RatingModel
+from binmetric_sweep.sweep.storage.columns import (
+    GRID_AXES,
+    PROBABILITY_AXES,
+    SIZE_AXES,
+    SURFACE,
+    columns_of,
+)
 
 __all__ = [
     "AXES",
@@ -195,8 +202,11 @@ def _generated_values(field: str, raw: dict) -> tuple[list[float], bool]:
     return values.tolist(), True
 
 
-def axis_values(field: str, raw: Any) -> AxisSpec:
+def axis_values(field: str, raw: Any, low: float = 0.0, high: float = 1.0) -> AxisSpec:
     """Normalise one grid axis: a sorted-as-given tuple of distinct values, or a tie name.
+
+    A size (:data:`SIZE_AXES`) is a whole number; any other value a number in
+    [``low``, ``high``].
 
     Scientific notation that YAML leaves a string (``1e4``) is read as a number
     (:func:`read_number`), alone or in a list.
@@ -237,9 +247,10 @@ def axis_values(field: str, raw: Any) -> AxisSpec:
                     f"from 0 to {MAX_SIZE:,}"
                 )
             v = float(int(v))
-        elif not 0.0 <= v <= 1.0:
+        elif not low <= v <= high:
             raise SweepError(
-                f"grid.{field}: value {shown(v)} is out of range; allowed: numbers in [0, 1]"
+                f"grid.{field}: value {shown(v)} is out of range; allowed: numbers in "
+                f"[{low:g}, {high:g}]"
             )
         out[_canonical(float(v))] = None
     return tuple(out)
@@ -354,10 +365,94 @@ class GridBlock(_Strict):
         return math.prod(len(getattr(self, a)) for a in self.free_axes())
 
 
+#: The axes of a preference block (``ratings: preference``), in the order their Cartesian
+#: product varies: the column registry's categorical grid axes.
+PREFERENCE_AXES = tuple(c.name for c in columns_of(SURFACE, "categorical") if c.grid)
+#: Most judges a configuration may have: J judges' joint verdict is one of 3^J outcomes.
+MAX_JUDGES = 3
+_DEFAULTS = {
+    "tie_rate": (_canonical(1.0 / 3.0),),
+    "position_bias": (0.0,),
+    "judges": (1.0,),
+    "copy_rate": (0.0,),
+}
+
+
+class PreferenceBlock(_Strict):
+    """One block of a preference grid: the Cartesian product of its axes.
+
+    ``n_rho_eta`` is ``"n_phi"`` (the default: the human-rated items are the paired
+    ones), ``"known"`` (the judges' confusion is known, no paired set) or sizes (a
+    separate paired set). ``tie_rate`` defaults to ⅓ (a guess is uniform over the three
+    verdicts when ``position_bias`` is 0), ``position_bias`` and ``copy_rate`` to 0,
+    ``judges`` to 1.
+    """
+
+    win: AxisSpec
+    tie: AxisSpec
+    accuracy: AxisSpec
+    tie_rate: AxisSpec = _DEFAULTS["tie_rate"]
+    position_bias: AxisSpec = _DEFAULTS["position_bias"]
+    judges: AxisSpec = _DEFAULTS["judges"]
+    copy_rate: AxisSpec = _DEFAULTS["copy_rate"]
+    n_phi: AxisSpec
+    n_rho_eta: AxisSpec = SHARED_SPELLING
+    n_m: AxisSpec
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _normalise(cls, raw: Any, info) -> AxisSpec:
+        field = info.field_name
+        if field == "n_rho_eta" and raw in (SHARED_SPELLING, KNOWN_SPELLING):
+            return raw
+        if isinstance(raw, str):
+            extra = " or 'n_phi' or 'known'" if field == "n_rho_eta" else ""
+            raise SweepError(
+                f"grid.{field}: {shown(raw)} is not an axis; give a list of values{extra} "
+                "(a preference grid ties no other axes)"
+            )
+        if field == "position_bias":
+            return axis_values(field, raw, low=-1.0)
+        if field == "judges":
+            values = axis_values(field, raw, low=1.0, high=MAX_JUDGES)
+            bad = [v for v in values if v != int(v)]
+            if bad:
+                raise SweepError(
+                    f"grid.judges: value {shown(bad[0])} is not a whole number; allowed: "
+                    f"1 to {MAX_JUDGES}"
+                )
+            return values
+        return axis_values(field, raw)
+
+    @model_validator(mode="after")
+    def _check(self) -> PreferenceBlock:
+        if max(self.win) + max(self.tie) > 1.0 + 1e-12:
+            w = next(w for w in self.win if w + max(self.tie) > 1.0 + 1e-12)
+            raise SweepError(
+                f"grid.tie: win {w:g} + tie {max(self.tie):g} exceeds 1; the shares of items "
+                "where A is better and where they tie must sum to at most 1"
+            )
+        return self
+
+    @property
+    def paired(self) -> PairedKind:
+        """The block's paired design (:func:`paired_kind` of its ``n_rho_eta``)."""
+        return paired_kind(self.n_rho_eta)
+
+    def free_axes(self) -> tuple[str, ...]:
+        """Axes with values of their own (all of them: a preference grid ties none)."""
+        return tuple(a for a in PREFERENCE_AXES if not isinstance(getattr(self, a), str))
+
+    def size(self) -> int:
+        """Configurations this block makes before duplicates are removed."""
+        return math.prod(len(getattr(self, a)) for a in self.free_axes())
+
+
 class SweepSpec(_Strict):
     """A validated sweep file."""
 
     name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
+    ratings: Literal["binary", "preference"] = "binary"
     counts: Literal["expected", "sampled"] = "expected"
     replicates: int = Field(1, ge=1, le=1_000_000)
     seed: int = Field(0, ge=0, lt=2**63)
@@ -436,8 +531,19 @@ class SweepSpec(_Strict):
     @property
     def rating_model(self) -> RatingModel:
         """What the sweep's campaigns rate and how (:data:`sweep.spec.rating_model.BINARY`: one
-        human and one binary judge label per item, the only model a sweep file names today)."""
+        human and one binary judge label per item)."""
         return BINARY
+
+    @property
+    def independent_judges(self) -> bool:
+        """Whether the posterior takes the judges as independent given the truth (binary
+        ratings have one judge)."""
+        return False
+
+    def surface_settings(self) -> dict[str, str]:
+        """The sweep's settings a surface row records beside ``counts`` and ``method``
+        (the column registry's sweep columns of its rating model)."""
+        return {}
 
     def estimator_values(self) -> tuple[Estimator, ...]:
         """The sweep's estimators as registered values, in :attr:`estimators` order."""
@@ -457,12 +563,63 @@ class SweepSpec(_Strict):
         digest.
         """
         data = self.model_dump(mode="json")
+        if self.ratings == "binary":
+            del data["ratings"]  # a sweep file written before the key existed keeps its digest
         data["sampler"] = {**data["sampler"], **_REMOVED_CANONICAL}
         if self.estimators == (POSTERIOR.name,):
             del data["estimators"]
         elif not self.has_posterior:
             del data["method"], data["sampler"]
         return data
+
+
+class PreferenceSweepSpec(SweepSpec):
+    """A validated sweep file with ``ratings: preference`` (:class:`PreferenceBlock` grids).
+
+    ``judge_model`` is the posterior's model of several judges: ``joint`` (the default:
+    each true class's row of C is a distribution over the judges' joint verdicts, any
+    correlation) or ``independent`` (the judges err independently given the truth).
+    """
+
+    ratings: Literal["preference"]
+    judge_model: Literal["joint", "independent"] = "joint"
+    grid: tuple[PreferenceBlock, ...]
+
+    @model_validator(mode="after")
+    def _check_preference(self) -> PreferenceSweepSpec:
+        if self.has_posterior and self.method != "nuts":
+            raise SweepError(
+                f"method: {self.method!r} applies to binary ratings only; a preference "
+                "posterior (π and every row of the confusion) is sampled: use nuts"
+            )
+
+        def has_form(e: Estimator) -> bool:
+            return e.posterior or e.categorical is not None
+
+        missing = [e.name for e in self.estimator_values() if not has_form(e)]
+        if missing:
+            allowed = ", ".join(e.name for e in registered() if has_form(e))
+            raise SweepError(
+                f"estimators: {missing[0]!r} has no form for K-class ratings; allowed with "
+                f"ratings preference: {allowed}"
+            )
+        return self
+
+    @property
+    def rating_model(self) -> RatingModel:
+        """:data:`sweep.spec.rating_model.PREFERENCE`."""
+        return PREFERENCE
+
+    @property
+    def independent_judges(self) -> bool:
+        return self.judge_model == "independent"
+
+    def surface_settings(self) -> dict[str, str]:
+        return {"ratings": self.ratings, "judge_model": self.judge_model}
+
+
+#: The sweep file's classes by their ``ratings`` value.
+SPECS: dict[str, type[SweepSpec]] = {"binary": SweepSpec, "preference": PreferenceSweepSpec}
 
 
 def _location(parts, single_block: bool) -> str:
@@ -477,15 +634,16 @@ def _location(parts, single_block: bool) -> str:
     return text
 
 
-def _unknown_key(loc: tuple, single_block: bool) -> str:
+def _unknown_key(loc: tuple, single_block: bool, spec: type[SweepSpec] = SweepSpec) -> str:
     """The line for an unknown key at ``loc``: its place, the closest allowed key, all of them."""
     parent = _location(loc[:-1], single_block)
-    model = {"": SweepSpec, "sampler": SamplerSettings}.get(parent, GridBlock)
+    block = spec.model_fields["grid"].annotation.__args__[0]
+    model = {"": spec, "sampler": SamplerSettings}.get(parent, block)
     allowed = list(model.model_fields)
     key = loc[-1]
     close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    if model is GridBlock:
+    if model is block:
         what, where = "axis", ""
     else:
         what, where = "key", f" in {parent}" if parent else ""
@@ -495,13 +653,15 @@ def _unknown_key(loc: tuple, single_block: bool) -> str:
     )
 
 
-def _format_validation_error(err: ValidationError, single_block: bool) -> str:
+def _format_validation_error(
+    err: ValidationError, single_block: bool, spec: type[SweepSpec] = SweepSpec
+) -> str:
     errors = err.errors(include_url=False)
     # An unknown key first: a misspelt one is why a required field is missing.
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = _location(first["loc"], single_block)
     if first["type"] == "extra_forbidden":
-        return _unknown_key(first["loc"], single_block)
+        return _unknown_key(first["loc"], single_block, spec)
     if first["type"] == "missing":
         return f"{loc}: required field is missing"
     cause = first.get("ctx", {}).get("error")
@@ -539,11 +699,15 @@ def load_sweep(source: str | Path | dict | SweepSpec) -> SweepSpec:
         )
     if any(not isinstance(key, str) for key in source):
         raise SweepError(f"sweep file: keys must be strings (got {shown(list(source))})")
+    ratings = source.get("ratings", "binary")
+    if not isinstance(ratings, str) or ratings not in SPECS:
+        raise SweepError(f"ratings: {shown(ratings)} is not allowed; allowed: {', '.join(SPECS)}")
+    spec = SPECS[ratings]
     try:
-        return SweepSpec.model_validate(source)
+        return spec.model_validate(source)
     except ValidationError as err:
         single_block = isinstance(source.get("grid"), dict)
-        raise SweepError(_format_validation_error(err, single_block)) from None
+        raise SweepError(_format_validation_error(err, single_block, spec)) from None
 
 
 def spec_from_canonical(canonical: dict) -> SweepSpec:

@@ -20,7 +20,14 @@ from binmetric_sweep.sweep.spec.config import AXES, SweepSpec
 from binmetric_sweep.sweep.spec.rating_model import BINARY, RatingModel
 from binmetric_sweep.sweep.storage.columns import CONFIG_COLUMNS
 
-__all__ = ["CONFIG_COLUMNS", "DEFAULT_MAX_CONFIGURATIONS", "expand_grid", "config_id", "id_words"]
+__all__ = [
+    "CONFIG_COLUMNS",
+    "DEFAULT_MAX_CONFIGURATIONS",
+    "config_id",
+    "expand_binary_grid",
+    "expand_grid",
+    "id_words",
+]
 
 # CONFIG_COLUMNS, the configurations table's columns in order, is the column registry's
 # (sweep.storage.columns), exported from here as before.
@@ -89,9 +96,14 @@ def expand_grid(
             f"{max_configurations:,}; raise it with --max-configurations (or "
             "max_configurations= in Python) if you mean it"
         )
-    table = pd.concat([_block_table(b) for b in spec.grid], ignore_index=True)
+    return spec.rating_model.expand(spec.grid)
+
+
+def expand_binary_grid(blocks, model: RatingModel = BINARY) -> pd.DataFrame:
+    """The configurations of binary grid blocks (:data:`CONFIG_COLUMNS`), in block order,
+    duplicates removed (what :func:`expand_grid` gives for a binary sweep)."""
+    table = pd.concat([_block_table(b) for b in blocks], ignore_index=True)
     rows = zip(*(table[a].to_numpy().tolist() for a in AXES), table["paired"], strict=True)
-    model = spec.rating_model
     ids = (config_id(*row, model=model) for row in rows)
     table["config_id"] = np.fromiter(ids, np.int64, len(table))
     table = table.drop_duplicates("config_id", ignore_index=True)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from binmetric_sweep.kernels.counts import Counts, Design
+from binmetric_sweep.kernels.counts import Design
 from binmetric_sweep.kernels.paired import PairedKind, flags_of_kinds
 from binmetric_sweep.sweep.execution.programs import counts_program, keys_program
 from binmetric_sweep.sweep.execution.schedule import bucket
@@ -115,12 +115,10 @@ def lane_keys(seed: int, config_words: np.ndarray, replicates: np.ndarray) -> ja
     )
 
 
-def lane_counts(
-    designs: Design, keys: jax.Array, mode: Literal["expected", "sampled"], model
-) -> Counts:
+def lane_counts(designs, keys: jax.Array, mode: Literal["expected", "sampled"], model):
     """``(B,)`` NumPy counts of B lanes of the rating model ``model``
     (:class:`sweep.spec.rating_model.RatingModel`): rounded expected values, or drawn from each
     lane's key."""
-    n = int(np.shape(designs.alpha)[0])
+    n = int(np.shape(jax.tree.leaves(designs)[0])[0])
     counts = _padded_call(counts_program(mode, model), n, keys, designs)
     return jax.tree.map(np.asarray, jax.device_get(counts))

@@ -27,11 +27,14 @@ import numpy as np
 import pandas as pd
 
 from binmetric_sweep.kernels import counts as binary_counts
+from binmetric_sweep.kernels.categorical import counts as categorical_counts
+from binmetric_sweep.kernels.categorical.counts import Layout
 from binmetric_sweep.kernels.counts import Counts, Design
 from binmetric_sweep.kernels.paired import PairedKind, kinds_of_flags, separate
+from binmetric_sweep.sweep.spec import categorical
 from binmetric_sweep.sweep.spec.lanes import lane_designs
 
-__all__ = ["BINARY", "RatingModel", "binary_id_text", "binary_lane_designs"]
+__all__ = ["BINARY", "PREFERENCE", "RatingModel", "binary_id_text", "binary_lane_designs"]
 
 
 class RatingModel(NamedTuple):
@@ -49,9 +52,19 @@ class RatingModel(NamedTuple):
             rounded expected value (``counts: expected``).
         draw_counts: ``(key, design) -> counts`` of one lane: one replicate's draw
             (``counts: sampled``).
-        id_text: ``(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired) -> str``: the
-            text of one configuration hashed into its ``config_id`` (values as the
-            configurations table has them; ``paired`` a :class:`kernels.paired.PairedKind`).
+        id_text: the text of one configuration hashed into its ``config_id``: binary
+            ``(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired) -> str`` (values as the
+            configurations table has them; ``paired`` a :class:`kernels.paired.PairedKind`);
+            categorical ``(row: dict) -> str``.
+        columns: the column registry's model whose columns its tables have
+            (:data:`sweep.storage.columns.MODELS`).
+        expand: ``blocks -> configurations``: the configurations table of a sweep's grid
+            blocks (with ``config_id``, duplicates removed).
+        layout: ``configurations -> Layout``: the categorical layout (classes' values,
+            judges) of configurations that share one; None for the binary model, whose
+            counts have one layout.
+        layout_column: the configuration column a layout follows (a shard never spans a
+            change of it, :func:`sweep.execution.shards.make_shards`); None: one layout.
     """
 
     name: str
@@ -62,6 +75,10 @@ class RatingModel(NamedTuple):
     expected_counts: Callable[[Design], Counts]
     draw_counts: Callable[..., Counts]
     id_text: Callable[..., str]
+    columns: str = "binary"
+    expand: Callable[..., pd.DataFrame] | None = None
+    layout: Callable[[pd.DataFrame], Layout] | None = None
+    layout_column: str | None = None
 
 
 def binary_id_text(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKind) -> str:
@@ -97,4 +114,29 @@ BINARY = RatingModel(
     expected_counts=binary_counts.expected_counts,
     draw_counts=binary_counts.draw_counts,
     id_text=binary_id_text,
+    expand=lambda blocks: _binary_expand(blocks),
+)
+
+
+def _binary_expand(blocks) -> pd.DataFrame:
+    from binmetric_sweep.sweep.spec.grid import expand_binary_grid  # grid imports this module
+
+    return expand_binary_grid(blocks)
+
+
+#: Preferences between two outputs with ties, by a human and J judges (MODEL.md, "Ratings
+#: with more than two classes, and several judges"; :mod:`sweep.spec.categorical`).
+PREFERENCE = RatingModel(
+    name="preference",
+    parameters=categorical.PREFERENCE_PARAMETERS,
+    truth="theta",
+    count_fields=("human", "paired", "judged"),
+    lane_designs=categorical.preference_lane_designs,
+    expected_counts=lambda design: categorical_counts.expected_counts(design),
+    draw_counts=lambda key, design: categorical_counts.draw_counts(key, design),
+    id_text=categorical.preference_id_text,
+    columns="categorical",
+    expand=categorical.expand_preference_grid,
+    layout=categorical.preference_layout,
+    layout_column="judges",
 )

@@ -51,6 +51,8 @@ __all__ = [
     "INTERVAL_VALUES",
     "LABELS",
     "MEANINGS",
+    "MODELS",
+    "ANY_MODEL",
     "PROBABILITY_AXES",
     "REPLICATE_VALUES",
     "ROLES",
@@ -81,7 +83,14 @@ DTYPES: dict[str, str] = {
     "float64": "float64",
     "bool": "bool",
     "string": "object",
+    "int64 list": "object",
 }
+
+#: The rating models whose tables a column is in: ``""`` every one, else the model's
+#: kind (:attr:`sweep.spec.rating_model.RatingModel.columns`). Binary is MODEL.md's
+#: model; categorical its K-class, J-judge generalisation.
+MODELS = ("binary", "categorical")
+ANY_MODEL = "any"
 
 #: What a column is.
 ROLES: dict[str, str] = {
@@ -97,7 +106,7 @@ SOURCES: dict[str, str] = {
     "sweep": "the sweep file's settings",
     "replicate": "the replicate's number",
     "estimator": "the estimator of the row",
-    "counts": "the lane's counts (kernels.counts.Counts)",
+    "counts": "the lane's counts (kernels.counts.Counts; categorical: CategoricalCounts)",
     "estimate": "the estimator's estimate (kernels.estimators.Estimate)",
     "sampler": "the posterior's sampler (kernels.summaries.FitResults, SamplerHealth)",
     "level": "the test level γ and power of the row (the sweep file's gamma, power)",
@@ -137,6 +146,8 @@ class Column(NamedTuple):
             one replicate of expected counts cannot say.
         unsampled: a sampler column's value on an estimator that samples nothing
             (every estimator but the posterior, and the posterior's exact fits).
+        model: the rating model whose tables have it (one of :data:`MODELS`), or ``""``
+            for every model's.
     """
 
     name: str
@@ -153,6 +164,7 @@ class Column(NamedTuple):
     interval: bool = False
     replicated: bool = False
     unsampled: float | int | bool | None = None
+    model: str = ""
 
     @property
     def integer(self) -> bool:
@@ -188,7 +200,12 @@ def _estimate(name: str, dtype: str, meaning: str) -> Column:
 
 def _count(name: str, meaning: str) -> Column:
     """A fits count of :class:`kernels.counts.Counts`."""
-    return Column(name, "int64", _FITS, "count", "counts", meaning)
+    return Column(name, "int64", _FITS, "count", "counts", meaning, model="binary")
+
+
+def _class_counts(name: str, meaning: str) -> Column:
+    """A fits count vector of :class:`kernels.categorical.counts.CategoricalCounts`."""
+    return Column(name, "int64 list", _FITS, "count", "counts", meaning, model="categorical")
 
 
 def _axis(name: str, dtype: str, source: str, meaning: str, label: str, **flags) -> Column:
@@ -215,6 +232,7 @@ _REGISTRY: tuple[Column, ...] = (
         r"$\alpha$ (share of positives)",
         symbol=r"$\alpha$",
         grid=True,
+        model="binary",
     ),
     _axis(
         "rho",
@@ -224,6 +242,7 @@ _REGISTRY: tuple[Column, ...] = (
         r"$\rho$ (metric true-positive rate)",
         symbol=r"$\rho$",
         grid=True,
+        model="binary",
     ),
     _axis(
         "eta",
@@ -233,6 +252,88 @@ _REGISTRY: tuple[Column, ...] = (
         r"$\eta$ (metric true-negative rate)",
         symbol=r"$\eta$",
         grid=True,
+        model="binary",
+    ),
+    # The surface: a categorical configuration's values (preferences: sweep.spec.categorical).
+    _axis(
+        "theta",
+        "float64",
+        "configuration",
+        "θ = Σ v_k π_k, what the estimators estimate (preferences: A's win rate, ties half)",
+        r"$\theta$ (estimand)",
+        symbol=r"$\theta$",
+        model="categorical",
+    ),
+    _axis(
+        "win",
+        "float64",
+        "configuration",
+        "share of items where A, the output shown first, is truly better",
+        "share A better",
+        symbol="win",
+        grid=True,
+        model="categorical",
+    ),
+    _axis(
+        "tie",
+        "float64",
+        "configuration",
+        "share of items where A and B truly tie",
+        "share of ties",
+        symbol="tie",
+        grid=True,
+        model="categorical",
+    ),
+    _axis(
+        "accuracy",
+        "float64",
+        "configuration",
+        "each judge's chance of knowing the true class (else it guesses)",
+        "judge accuracy",
+        symbol="accuracy",
+        grid=True,
+        model="categorical",
+    ),
+    _axis(
+        "tie_rate",
+        "float64",
+        "configuration",
+        "share of a judge's guesses that say tie",
+        "judge's tie rate when guessing",
+        symbol="tie rate",
+        grid=True,
+        model="categorical",
+    ),
+    _axis(
+        "position_bias",
+        "float64",
+        "configuration",
+        "b in [-1, 1]: a guess that is not a tie says A with probability (1 + b)/2",
+        "judge's position bias",
+        symbol="position bias",
+        grid=True,
+        model="categorical",
+    ),
+    _axis(
+        "judges",
+        "int64",
+        "configuration",
+        "J, judges rating every paired and judge-only item",
+        "judges",
+        symbol="J",
+        grid=True,
+        model="categorical",
+    ),
+    _axis(
+        "copy_rate",
+        "float64",
+        "configuration",
+        "chance that each later judge repeats the first judge's verdict (0: errors "
+        "independent given the truth)",
+        "judges' copy rate",
+        symbol="copy_rate",
+        grid=True,
+        model="categorical",
     ),
     _axis(
         "n_phi",
@@ -262,6 +363,16 @@ _REGISTRY: tuple[Column, ...] = (
         "whether ρ and η are known numbers (no paired set)",
         r"$\rho,\eta$ known",
         symbol=r"$\rho,\eta$ known",
+        model="binary",
+    ),
+    _axis(
+        "confusion_known",
+        "bool",
+        "configuration",
+        "whether the judges' confusion is known (no paired set)",
+        "confusion known",
+        symbol="C known",
+        model="categorical",
     ),
     _axis(
         "shared_paired",
@@ -279,6 +390,7 @@ _REGISTRY: tuple[Column, ...] = (
         r"$\psi$",
         symbol=r"$\psi$",
         grid=True,
+        model="binary",
     ),
     _axis(
         "n_m",
@@ -300,6 +412,22 @@ _REGISTRY: tuple[Column, ...] = (
         "sweep",
         "the posterior's fitting method, as in the sweep file (null without bayes)",
         "method",
+    ),
+    _axis(
+        "ratings",
+        "string",
+        "sweep",
+        "what is rated, as in the sweep file (preference)",
+        "ratings",
+        model="categorical",
+    ),
+    _axis(
+        "judge_model",
+        "string",
+        "sweep",
+        "the posterior's judges: joint (any correlation) or independent given the truth",
+        "judge model",
+        model="categorical",
     ),
     Column(
         "replicates",
@@ -323,6 +451,9 @@ _REGISTRY: tuple[Column, ...] = (
     _count("n_tn", "paired items rated 0 by human and metric, of n_neg_paired"),
     _count("n_neg_paired", "paired items the human calls inadequate, N_ρη − P"),
     _count("m_pos", "metric-only ratings saying adequate, m₊, of N_M"),
+    _class_counts("human", "h: human-rated items per class, of N_Φ"),
+    _class_counts("paired", "T: paired items by (human class, judges' joint verdict), row-major"),
+    _class_counts("judged", "m: judge-only items per joint verdict, of N_M"),
     # The fits: the estimate (null where the estimator does not apply).
     _estimate("estimate", "float64", "the estimate of α (bayes: the posterior mean)"),
     _estimate("se", "float64", "its standard error (bayes: the posterior SD)"),
@@ -491,6 +622,8 @@ def _checked(columns: tuple[Column, ...]) -> dict[str, Column]:
             column.tables == _SURFACE and column.role == "value"
         ):
             raise ValueError(f"{where}: only a surface value is per level, interval or replicated")
+        if column.model and column.model not in MODELS:
+            raise ValueError(f"{where}: model {column.model!r} is not one of {MODELS}")
         if (column.unsampled is None) != (column.source != "sampler"):
             raise ValueError(f"{where}: a sampler's column, and only one, has an unsampled value")
         by_name[column.name] = column
@@ -501,16 +634,23 @@ def _checked(columns: tuple[Column, ...]) -> dict[str, Column]:
 COLUMNS: Mapping[str, Column] = _checked(_REGISTRY)
 
 
-def columns_of(table: str) -> tuple[Column, ...]:
-    """The columns of ``table`` (:data:`FITS` or :data:`SURFACE`), in its order."""
+def columns_of(table: str, model: str = "binary") -> tuple[Column, ...]:
+    """The columns of ``table`` (:data:`FITS` or :data:`SURFACE`) of a ``model``'s sweep
+    (one of :data:`MODELS`, or :data:`ANY_MODEL` for every model's), in its order."""
     if table not in TABLES:
         raise ValueError(f"table {table!r} is not one of {TABLES}")
-    return tuple(c for c in COLUMNS.values() if table in c.tables)
+    if model != ANY_MODEL and model not in MODELS:
+        raise ValueError(f"model {model!r} is not one of {MODELS} or {ANY_MODEL!r}")
+    return tuple(
+        c
+        for c in COLUMNS.values()
+        if table in c.tables and (model == ANY_MODEL or c.model in ("", model))
+    )
 
 
-def names(table: str) -> tuple[str, ...]:
-    """The names of ``table``'s columns, in its order."""
-    return tuple(c.name for c in columns_of(table))
+def names(table: str, model: str = "binary") -> tuple[str, ...]:
+    """The names of ``table``'s columns of a ``model``'s sweep, in its order."""
+    return tuple(c.name for c in columns_of(table, model))
 
 
 def _where(**fields) -> tuple[str, ...]:
@@ -527,26 +667,26 @@ FIT_COLUMNS = names(FITS)
 #: The surface's columns: one row per (configuration, estimator, γ, power).
 SURFACE_COLUMNS = names(SURFACE)
 #: The configurations table's columns (:func:`sweep.spec.grid.expand_grid`), in order.
-CONFIG_COLUMNS = _where(source="configuration")
-#: The axes a sweep file's grid names, in the order their Cartesian product varies.
-GRID_AXES = _where(grid=True)
-#: The grid's sample sizes.
+CONFIG_COLUMNS = tuple(c.name for c in columns_of(SURFACE) if c.source == "configuration")
+#: The axes a binary sweep file's grid names, in the order their Cartesian product varies.
+GRID_AXES = tuple(c.name for c in columns_of(SURFACE) if c.grid)
+#: The grid's sample sizes (every model's).
 SIZE_AXES = _where(size=True)
-#: The grid's probabilities.
+#: The binary grid's probabilities.
 PROBABILITY_AXES = tuple(a for a in GRID_AXES if not COLUMNS[a].size)
 #: The fits' counts, each lane's (:class:`kernels.counts.Counts`).
-COUNT_COLUMNS = _where(role="count")
-#: The surface's axes that are numbers or flags: what identifies a configuration and its
-#: (γ, power) row.
+COUNT_COLUMNS = tuple(c.name for c in columns_of(FITS) if c.role == "count")
+#: The surface's axes that are numbers or flags, every model's: what identifies a
+#: configuration and its (γ, power) row.
 SURFACE_AXES = tuple(
-    c.name for c in columns_of(SURFACE) if c.role == "axis" and c.dtype != "string"
+    c.name for c in columns_of(SURFACE, ANY_MODEL) if c.role == "axis" and c.dtype != "string"
 )
-#: The surface's axes that are words: the estimator and the sweep's settings.
+#: The surface's axes that are words, every model's: the estimator and the sweep's settings.
 CATEGORY_COLUMNS = tuple(
-    c.name for c in columns_of(SURFACE) if c.role == "axis" and c.dtype == "string"
+    c.name for c in columns_of(SURFACE, ANY_MODEL) if c.role == "axis" and c.dtype == "string"
 )
 #: The surface's identifiers: columns that name a row or a file, not quantities to tabulate.
-IDENTIFIERS = frozenset(c.name for c in columns_of(SURFACE) if c.role == "identifier")
+IDENTIFIERS = frozenset(c.name for c in columns_of(SURFACE, ANY_MODEL) if c.role == "identifier")
 #: Columns of whole numbers, shown without decimals.
 INTEGER_COLUMNS = frozenset(c.name for c in COLUMNS.values() if c.integer)
 #: Values read off each estimator's interval or SE (:attr:`Column.interval`).
@@ -554,7 +694,7 @@ INTERVAL_VALUES = frozenset(_where(interval=True))
 #: Values that summarise the spread over replicates (:attr:`Column.replicated`).
 REPLICATE_VALUES = _where(replicated=True)
 #: What each surface column means, in words (``sweep show`` prints a value's above its table).
-MEANINGS: Mapping[str, str] = {c.name: c.meaning for c in columns_of(SURFACE)}
+MEANINGS: Mapping[str, str] = {c.name: c.meaning for c in columns_of(SURFACE, ANY_MODEL)}
 #: Figure axis labels (matplotlib mathtext); a column without one shows its name.
 LABELS: Mapping[str, str] = {c.name: c.label for c in COLUMNS.values() if c.label is not None}
 #: Short symbols for figure titles and legends (matplotlib mathtext).
@@ -582,14 +722,15 @@ def registered(table: str, name: str, source: str | None = None) -> Column:
     return column
 
 
-def ordered(table: str, computed: Mapping[str, V]) -> dict[str, V]:
-    """``computed`` (column name → values) in ``table``'s column order.
+def ordered(table: str, computed: Mapping[str, V], model: str = "binary") -> dict[str, V]:
+    """``computed`` (column name → values) in ``table``'s column order (of a ``model``'s
+    sweep).
 
     Raises:
         ColumnError: a computed column the registry does not list for ``table``
             (it would be dropped), or a registered column not computed; naming each.
     """
-    expected = names(table)
+    expected = names(table, model)
     extra = [name for name in computed if name not in expected]
     missing = [name for name in expected if name not in computed]
     if extra:
@@ -614,27 +755,28 @@ def _arrow(dtype: str) -> pa.DataType:
         "float64": pa.float64(),
         "bool": pa.bool_(),
         "string": pa.string(),
+        "int64 list": pa.list_(pa.int64()),
     }[dtype]
 
 
-def schema(table: str) -> pa.Schema:
+def schema(table: str, model: str = "binary") -> pa.Schema:
     """``table``'s Arrow schema: its columns in order, each of its dtype (strings ``string``)."""
     import pyarrow as pa
 
-    return pa.schema([pa.field(c.name, _arrow(c.dtype)) for c in columns_of(table)])
+    return pa.schema([pa.field(c.name, _arrow(c.dtype)) for c in columns_of(table, model)])
 
 
-def check_schema(table: str, computed: pa.Schema) -> None:
-    """Raise :class:`ColumnError` unless ``computed`` has ``table``'s columns, in order, of
-    their dtypes (a string column may be Arrow's ``string`` or ``large_string``, which
-    pandas makes)."""
+def check_schema(table: str, computed: pa.Schema, model: str = "binary") -> None:
+    """Raise :class:`ColumnError` unless ``computed`` has ``table``'s columns (of a
+    ``model``'s sweep), in order, of their dtypes (a string column may be Arrow's
+    ``string`` or ``large_string``, which pandas makes)."""
     import pyarrow as pa
 
     got = list(computed.names)
-    ordered(table, dict.fromkeys(got))
-    if tuple(got) != names(table):
+    ordered(table, dict.fromkeys(got), model)
+    if tuple(got) != names(table, model):
         raise ColumnError(f"{table}: columns in the order {got}, not the registry's")
-    for field, column in zip(computed, columns_of(table), strict=True):
+    for field, column in zip(computed, columns_of(table, model), strict=True):
         want = _arrow(column.dtype)
         same = field.type == want or (want == pa.string() and field.type == pa.large_string())
         if not same:

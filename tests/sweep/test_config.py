@@ -181,8 +181,8 @@ HUGE = 10**400
         (
             "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, n_m: 10}\nreplicate: 1",
             "replicate: unknown key 'replicate' (did you mean replicates?); allowed: name, "
-            "counts, replicates, seed, method, sampler, estimators, interval, gamma, power, "
-            "grid, shard_size",
+            "ratings, counts, replicates, seed, method, sampler, estimators, interval, gamma, "
+            "power, grid, shard_size",
         ),
         (
             "grid: {alpha: 0.5, rho: 0.8, eta: rho, n_phi: 100, n_m: 10}\nsampler: {chain: 4}",

@@ -1,0 +1,158 @@
+"""Preference sweeps: their grid blocks, configurations and lane designs.
+
+``ratings: preference`` in a sweep file (MODEL.md, "Ratings with more than two
+classes, and several judges"): a human and J judges see outputs A (shown first) and
+B and say which is better or that they tie; classes (B better, tie, A better) with
+values (0, ½, 1), so θ is A's win rate with ties counted half. A block's axes set
+the class shares (``win``, ``tie``), each judge's confusion by the family of
+:func:`kernels.categorical.families.preference_confusion` (``accuracy``,
+``tie_rate``, ``position_bias``), the number of judges and how often a later judge
+copies the first (``judges``, ``copy_rate``: :func:`kernels.categorical.families.copying_judges`),
+and the sizes (``n_phi``, ``n_rho_eta``, ``n_m``) as a binary block does. Every judge
+of a configuration has the same confusion; a separate paired set has the
+configuration's class shares (ψ = π).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from binmetric_sweep.kernels.categorical.counts import CategoricalDesign, Layout
+from binmetric_sweep.kernels.categorical.families import (
+    PREFERENCE_VALUES,
+    copying_judges,
+    preference_confusion,
+    preference_shares,
+)
+from binmetric_sweep.kernels.paired import PairedKind
+from binmetric_sweep.sweep.storage.columns import SURFACE, columns_of
+
+if TYPE_CHECKING:
+    from binmetric_sweep.sweep.spec.config import PreferenceBlock
+
+__all__ = [
+    "PREFERENCE_COLUMNS",
+    "preference_block_table",
+    "expand_preference_grid",
+    "preference_layout",
+    "preference_lane_designs",
+    "preference_id_text",
+]
+
+#: The rates that set a preference configuration (the judges' number too).
+PREFERENCE_PARAMETERS = (
+    "win",
+    "tie",
+    "accuracy",
+    "tie_rate",
+    "position_bias",
+    "judges",
+    "copy_rate",
+)
+#: The configurations table of a preference sweep: the registry's categorical columns.
+PREFERENCE_COLUMNS = tuple(
+    c.name for c in columns_of(SURFACE, "categorical") if c.source == "configuration"
+)
+
+
+def preference_block_table(block: PreferenceBlock) -> pd.DataFrame:
+    """A preference block's configurations (its Cartesian product, the last axis fastest),
+    without ``config_id``: columns :data:`PREFERENCE_COLUMNS` but that one."""
+    free = block.free_axes()
+    grids = np.meshgrid(*(np.asarray(getattr(block, a)) for a in free), indexing="ij")
+    table = pd.DataFrame({a: g.ravel() for a, g in zip(free, grids, strict=True)})
+    paired = block.paired
+    if paired.shared:
+        table["n_rho_eta"] = table["n_phi"]
+    elif paired.known:
+        table["n_rho_eta"] = 0.0
+    # One judge copies no one: its configurations do not differ in copy.
+    table.loc[table["judges"] == 1, "copy_rate"] = 0.0
+    table["theta"] = [
+        _canonical(w + 0.5 * t) for w, t in zip(table["win"], table["tie"], strict=True)
+    ]
+    table["confusion_known"] = paired.known
+    table["shared_paired"] = paired.shared
+    table["paired"] = paired
+    return table
+
+
+def _canonical(value: float) -> float:
+    """``value`` to the 12 significant digits a sweep file's values keep."""
+    from binmetric_sweep.sweep.spec.config import _canonical as canonical
+
+    return canonical(value)
+
+
+def preference_id_text(row: dict) -> str:
+    """``preference|win|tie|accuracy|tie_rate|position_bias|judges|copy|N_Φ|N_M|paired``:
+    the text of one preference configuration hashed into its ``config_id``."""
+    kind: PairedKind = row["paired"]
+    tail = f"separate|{int(row['n_rho_eta'])}" if kind.separate else kind.value
+    rates = "|".join(
+        repr(float(row[a])) for a in ("win", "tie", "accuracy", "tie_rate", "position_bias")
+    )
+    return (
+        f"preference|{rates}|{int(row['judges'])}|{float(row['copy_rate'])!r}|"
+        f"{int(row['n_phi'])}|{int(row['n_m'])}|{tail}"
+    )
+
+
+def _id(text: str) -> int:
+    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+def expand_preference_grid(blocks) -> pd.DataFrame:
+    """The configurations of a preference sweep's blocks, one row each (columns
+    :data:`PREFERENCE_COLUMNS`), duplicates removed, in block order. Sizes and
+    ``judges`` are int64; ``n_rho_eta`` a nullable Int64, null where the confusion is
+    known."""
+    table = pd.concat([preference_block_table(b) for b in blocks], ignore_index=True)
+    table["config_id"] = np.fromiter(
+        (_id(preference_id_text(row)) for row in table.to_dict("records")), np.int64, len(table)
+    )
+    table = table.drop_duplicates("config_id", ignore_index=True)
+    for name in ("n_phi", "n_m", "judges"):
+        table[name] = table[name].astype(np.int64)
+    n_rho_eta = table["n_rho_eta"].astype(np.int64).astype("Int64")
+    table["n_rho_eta"] = n_rho_eta.mask(table["confusion_known"])
+    return table[list(PREFERENCE_COLUMNS)]
+
+
+def preference_layout(configurations: pd.DataFrame) -> Layout:
+    """The :class:`Layout` of configurations that share their number of judges."""
+    judges = np.unique(configurations["judges"].to_numpy())
+    if len(judges) != 1:
+        raise ValueError(f"preference configurations with {len(judges)} numbers of judges")
+    return Layout(PREFERENCE_VALUES, int(judges[0]))
+
+
+def preference_lane_designs(configurations: pd.DataFrame, replicates: int) -> CategoricalDesign:
+    """``(C·R,)`` lane designs of preference configurations that share their number of
+    judges, each configuration repeated for its R replicates."""
+    layout = preference_layout(configurations)
+
+    def column(name, dtype=float):
+        return np.repeat(configurations[name].to_numpy(dtype=dtype, na_value=0), replicates)
+
+    shares = np.asarray(preference_shares(column("win"), column("tie")))
+    single = preference_confusion(column("accuracy"), column("tie_rate"), column("position_bias"))
+    confusion = np.asarray(copying_judges(single, layout.judges, column("copy_rate")))
+    known = column("confusion_known", bool)
+    shared = column("shared_paired", bool)
+    n_phi = column("n_phi")
+    return CategoricalDesign(
+        shares=shares,
+        confusion=confusion,
+        n_phi=n_phi,
+        n_rho_eta=np.where(shared, n_phi, np.where(known, 0.0, column("n_rho_eta"))),
+        paired_shares=shares,
+        n_m=column("n_m"),
+        shared_paired=shared,
+        known=known,
+    )
