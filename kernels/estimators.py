@@ -58,6 +58,9 @@ __all__ = [
     "CHANCE_JUDGE",
     "NO_PAIRED_SET",
     "FEW_PAIRED",
+    "SEVERAL_JUDGES",
+    "NO_PAIRED_CLASS",
+    "SINGULAR_CONFUSION",
     "posterior_estimate",
     "human_only",
     "judge_only",
@@ -98,7 +101,10 @@ REASONS = (
     CHANCE_JUDGE,
     NO_PAIRED_SET,
     FEW_PAIRED,
-) = range(8)
+    SEVERAL_JUDGES,
+    NO_PAIRED_CLASS,
+    SINGULAR_CONFUSION,
+) = range(len(REASONS))
 
 
 class Estimate(NamedTuple):

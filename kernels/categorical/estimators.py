@@ -51,8 +51,6 @@ from binmetric_sweep.kernels.intervals import two_sided_z
 Array = jax.Array
 
 __all__ = [
-    "CATEGORICAL_REASONS",
-    "ALL_REASONS",
     "SEVERAL_JUDGES",
     "NO_PAIRED_CLASS",
     "SINGULAR_CONFUSION",
@@ -66,21 +64,13 @@ __all__ = [
     "CATEGORICAL_FORMS",
 ]
 
-#: Why an estimator does not apply to K-class counts, beyond :data:`kernels.estimators.REASONS`:
-#: their codes continue the binary ones (8, 9, 10), to be appended to ``REASONS`` in this order.
-CATEGORICAL_REASONS = (
-    "judges answer in more outcomes than classes (several judges)",
-    "a class has no paired item",
-    "the judge's confusion matrix is singular",
+#: Why an estimator does not apply to K-class counts beyond the binary reasons: the codes
+#: :data:`kernels.estimators.SEVERAL_JUDGES`, ``NO_PAIRED_CLASS``, ``SINGULAR_CONFUSION``.
+SEVERAL_JUDGES, NO_PAIRED_CLASS, SINGULAR_CONFUSION = (
+    binary.SEVERAL_JUDGES,
+    binary.NO_PAIRED_CLASS,
+    binary.SINGULAR_CONFUSION,
 )
-#: The binary codes' count when these were written: the first categorical code. Fixed rather
-#: than ``len(REASONS)``, which grows once ``CATEGORICAL_REASONS`` are appended to it.
-_FIRST_CODE = 8
-SEVERAL_JUDGES, NO_PAIRED_CLASS, SINGULAR_CONFUSION = range(
-    _FIRST_CODE, _FIRST_CODE + len(CATEGORICAL_REASONS)
-)
-#: Every reason by code, binary and categorical.
-ALL_REASONS = binary.REASONS[:_FIRST_CODE] + CATEGORICAL_REASONS
 
 #: The largest 1-norm condition number of Ĉ that ``rogan_gladen`` inverts. Solving Ĉw = v
 #: loses about log₁₀ κ of float64's 16 digits: at 10¹⁰ some 6 remain, far below any SE
