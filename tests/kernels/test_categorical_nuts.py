@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from binmetric_sweep.kernels import logdensity as binary_density
-from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout, binary_counts
+from binmetric_sweep.kernels.categorical.counts import (
+    CategoricalCounts,
+    CategoricalDesign,
+    Layout,
+    binary_counts,
+    draw_counts,
+)
 from binmetric_sweep.kernels.categorical.logdensity import (
     density_terms,
     log_parameters,
@@ -18,6 +24,10 @@ from binmetric_sweep.kernels.categorical.logdensity import (
     row_sizes,
     theta,
 )
+from binmetric_sweep.kernels.categorical.nuts import sample_fits
+from binmetric_sweep.kernels.diagnostics import bulk_effective_sample_size, sd_mcse
+from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop, sampler_key, summarize_draws
+from tests.kernels.gibbs import gibbs_theta
 
 PREFERENCE = Layout((0.0, 0.5, 1.0))
 SCALE = Layout((1.0, 2.0, 3.0, 4.0, 5.0))
@@ -237,3 +247,158 @@ def test_independent_judges_multiply_their_confusions():
     c2 = c.reshape(3, 3, 3).sum(1)
     np.testing.assert_allclose(c, (c1[:, :, None] * c2[:, None, :]).reshape(3, 9), rtol=1e-12)
     assert np.isclose(sum(np.exp(float(x)) for x in log_pi), 1.0)
+
+
+# NUTS against the Gibbs yardstick.
+
+#: Shorter chains than a sweep's (4 × (500 + 1000)): the checks are held to their own MC error.
+SETTINGS = resolve_loop(NUTSSettings(chains=4, warmup=400, samples=600), "cpu")
+
+
+def _stack(lanes):
+    return jax.tree.map(lambda *x: np.stack([np.asarray(v, float) for v in x]), *lanes)
+
+
+def _nuts(lanes, layout, independent=False, known=False, settings=SETTINGS, seed=0):
+    counts = _stack(lanes)
+    b = counts.human.shape[0]
+    keys = jax.vmap(lambda i: sampler_key(jax.random.fold_in(jax.random.key(seed), i)))(
+        jnp.arange(b)
+    )
+    run = jax.jit(lambda k, c: sample_fits(k, c, layout, settings, independent, known=known))
+    draws = run(keys, counts)
+    return summarize_draws(np.asarray(draws.alpha), 0.95), draws
+
+
+def _gibbs(lanes, layout, independent=False, known=False, iterations=6000, chains=32):
+    c = _stack(lanes)
+    draws = gibbs_theta(
+        c.human,
+        c.paired,
+        c.judged,
+        layout.values,
+        layout.judges,
+        independent,
+        c.confusion if known else None,
+        chains=chains,
+        iterations=iterations,
+    )
+    ess = bulk_effective_sample_size(draws)
+    flat = draws.reshape(len(draws), -1)
+    return flat.mean(1), flat.std(1, ddof=1), flat.std(1, ddof=1) / np.sqrt(ess), sd_mcse(draws)
+
+
+def _agree(nuts, draws, gibbs, z=4.0):
+    """Mean and SD of θ within z combined MC SEs (NUTS's from its ESS and sd_mcse, the
+    Gibbs chain's from its own); and the yardstick's error well below NUTS's."""
+    mean, sd, mean_se, sd_se = gibbs
+    nuts_mean_se = nuts.sd / np.sqrt(nuts.ess)
+    assert np.all(np.abs(nuts.mean - mean) <= z * np.hypot(nuts_mean_se, mean_se)), (
+        nuts.mean,
+        mean,
+        nuts_mean_se,
+        mean_se,
+    )
+    assert np.all(np.abs(nuts.sd - sd) <= z * np.hypot(nuts.sd_mcse, sd_se)), (
+        nuts.sd,
+        sd,
+        nuts.sd_mcse,
+        sd_se,
+    )
+    assert np.all(mean_se < 0.5 * nuts_mean_se), (mean_se, nuts_mean_se)
+    assert np.all(nuts.rhat < 1.01)
+    assert np.asarray(draws.divergences).sum() <= 0.001 * np.asarray(draws.alpha).size
+
+
+def _campaign(layout, seed, n_phi, n_m, n_paired=0, shared=True, known=False):
+    """One lane's counts drawn by draw_counts from a campaign with a judge better than chance."""
+    rng = np.random.default_rng(seed)
+    k, outcomes = layout.classes, layout.outcomes
+    pi = rng.dirichlet(np.full(k, 2.0))
+    c = 0.4 * rng.dirichlet(np.ones(outcomes), k) + 0.6 * _diagonal_confusion(layout)
+    design = CategoricalDesign(
+        shares=pi,
+        confusion=c,
+        n_phi=float(n_phi),
+        n_rho_eta=float(n_paired),
+        paired_shares=rng.dirichlet(np.ones(k)),
+        n_m=float(n_m),
+        shared_paired=shared,
+        known=known,
+    )
+    return jax.jit(draw_counts)(jax.random.key(seed), design)
+
+
+def test_nuts_agrees_with_gibbs_on_preferences_with_ties():
+    lanes = [
+        _campaign(PREFERENCE, 101, n_phi=60, n_m=1000),
+        _campaign(PREFERENCE, 102, n_phi=30, n_m=3000, n_paired=1000, shared=False),
+        _campaign(PREFERENCE, 103, n_phi=3000, n_m=10**5),
+        _campaign(PREFERENCE, 104, n_phi=15, n_m=300),
+    ]
+    nuts, draws = _nuts(lanes, PREFERENCE)
+    _agree(nuts, draws, _gibbs(lanes, PREFERENCE, iterations=30000))
+
+
+@pytest.mark.slow  # a compile and a run of its own (24 coordinates)
+def test_nuts_agrees_with_gibbs_on_a_five_point_scale():
+    lanes = [
+        _campaign(SCALE, 201, n_phi=200, n_m=2000),
+        _campaign(SCALE, 202, n_phi=100, n_m=10**4, n_paired=2000, shared=False),
+    ]
+    nuts, draws = _nuts(lanes, SCALE)
+    _agree(nuts, draws, _gibbs(lanes, SCALE, iterations=30000))
+
+
+@pytest.mark.slow  # a compile and a run of its own per model (26 and 14 coordinates)
+@pytest.mark.parametrize("independent", [False, True], ids=["joint", "independent"])
+def test_nuts_agrees_with_gibbs_with_two_judges(independent):
+    lanes = [
+        _campaign(TWO_JUDGES, 301, n_phi=300, n_m=2000),
+        _campaign(TWO_JUDGES, 302, n_phi=600, n_m=2 * 10**4),
+    ]
+    nuts, draws = _nuts(lanes, TWO_JUDGES, independent)
+    _agree(nuts, draws, _gibbs(lanes, TWO_JUDGES, independent, iterations=30000))
+
+
+def test_nuts_with_c_known_agrees_with_gibbs_and_with_the_dirichlet():
+    """C known: π alone is sampled. With no judge-only items the posterior is Dir(h + 1),
+    whose θ has mean vᵀa/a₀ and variance (vᵀdiag(a)v/a₀ − mean²)/(a₀ + 1)."""
+    lanes = [
+        _campaign(PREFERENCE, 401, n_phi=40, n_m=0, known=True),
+        _campaign(PREFERENCE, 402, n_phi=200, n_m=1000, known=True),
+        _campaign(PREFERENCE, 403, n_phi=2000, n_m=10**4, known=True),
+    ]
+    nuts, draws = _nuts(lanes, PREFERENCE, known=True)
+    _agree(nuts, draws, _gibbs(lanes, PREFERENCE, known=True, iterations=30000))
+    a = np.asarray(lanes[0].human) + 1.0
+    v = np.asarray(PREFERENCE.values)
+    mean = v @ a / a.sum()
+    sd = np.sqrt((v**2 @ a / a.sum() - mean**2) / (a.sum() + 1))
+    assert abs(nuts.mean[0] - mean) <= 4 * nuts.sd[0] / np.sqrt(nuts.ess[0])
+    assert abs(nuts.sd[0] - sd) <= 4 * nuts.sd_mcse[0]
+
+
+@pytest.mark.slow  # 200 fits
+def test_credible_intervals_cover_theta_drawn_from_the_prior():
+    """π and every row of C from their Dirichlet(1) priors, counts from the model: the
+    posterior's 95 % central interval covers θ in 95 % of campaigns, within 3 MC SEs."""
+    b = 200
+    rng = np.random.default_rng(500)
+    design = CategoricalDesign(
+        shares=rng.dirichlet(np.ones(3), b),
+        confusion=rng.dirichlet(np.ones(3), (b, 3)),
+        n_phi=rng.integers(5, 100, b).astype(float),
+        n_rho_eta=np.zeros(b),
+        paired_shares=np.full((b, 3), 1 / 3),
+        n_m=rng.integers(0, 500, b).astype(float),
+        shared_paired=np.ones(b, bool),
+        known=np.zeros(b, bool),
+    )
+    counts = jax.jit(jax.vmap(draw_counts))(jax.random.split(jax.random.key(501), b), design)
+    truth = design.shares @ np.asarray(PREFERENCE.values)
+    settings = resolve_loop(NUTSSettings(chains=2, warmup=300, samples=400), "cpu")
+    lanes = [jax.tree.map(lambda x, i=i: np.asarray(x)[i], counts) for i in range(b)]
+    nuts, _ = _nuts(lanes, PREFERENCE, settings=settings, seed=502)
+    covered = (nuts.ci_low <= truth) & (truth <= nuts.ci_high)
+    assert abs(covered.mean() - 0.95) <= 3 * np.sqrt(0.95 * 0.05 / b), covered.mean()
