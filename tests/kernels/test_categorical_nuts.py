@@ -253,6 +253,8 @@ def test_independent_judges_multiply_their_confusions():
 
 #: Shorter chains than a sweep's (4 × (500 + 1000)): the checks are held to their own MC error.
 SETTINGS = resolve_loop(NUTSSettings(chains=4, warmup=400, samples=600), "cpu")
+#: Shorter still for the larger models, whose steps cost more (24 and 26 coordinates).
+SHORT = SETTINGS._replace(warmup=300, samples=400)
 
 
 def _stack(lanes):
@@ -346,7 +348,7 @@ def test_nuts_agrees_with_gibbs_on_a_five_point_scale():
         _campaign(SCALE, 201, n_phi=200, n_m=2000),
         _campaign(SCALE, 202, n_phi=100, n_m=10**4, n_paired=2000, shared=False),
     ]
-    nuts, draws = _nuts(lanes, SCALE)
+    nuts, draws = _nuts(lanes, SCALE, settings=SHORT)
     _agree(nuts, draws, _gibbs(lanes, SCALE, iterations=30000))
 
 
@@ -355,9 +357,9 @@ def test_nuts_agrees_with_gibbs_on_a_five_point_scale():
 def test_nuts_agrees_with_gibbs_with_two_judges(independent):
     lanes = [
         _campaign(TWO_JUDGES, 301, n_phi=300, n_m=2000),
-        _campaign(TWO_JUDGES, 302, n_phi=600, n_m=2 * 10**4),
+        _campaign(TWO_JUDGES, 302, n_phi=600, n_m=5000),
     ]
-    nuts, draws = _nuts(lanes, TWO_JUDGES, independent)
+    nuts, draws = _nuts(lanes, TWO_JUDGES, independent, settings=SHORT)
     _agree(nuts, draws, _gibbs(lanes, TWO_JUDGES, independent, iterations=30000))
 
 
@@ -391,13 +393,13 @@ def test_credible_intervals_cover_theta_drawn_from_the_prior():
         n_phi=rng.integers(5, 100, b).astype(float),
         n_rho_eta=np.zeros(b),
         paired_shares=np.full((b, 3), 1 / 3),
-        n_m=rng.integers(0, 500, b).astype(float),
+        n_m=rng.integers(0, 300, b).astype(float),
         shared_paired=np.ones(b, bool),
         known=np.zeros(b, bool),
     )
     counts = jax.jit(jax.vmap(draw_counts))(jax.random.split(jax.random.key(501), b), design)
     truth = design.shares @ np.asarray(PREFERENCE.values)
-    settings = resolve_loop(NUTSSettings(chains=2, warmup=300, samples=400), "cpu")
+    settings = resolve_loop(NUTSSettings(chains=2, warmup=200, samples=300), "cpu")
     lanes = [jax.tree.map(lambda x, i=i: np.asarray(x)[i], counts) for i in range(b)]
     nuts, _ = _nuts(lanes, PREFERENCE, settings=settings, seed=502)
     covered = (nuts.ci_low <= truth) & (truth <= nuts.ci_high)
