@@ -175,7 +175,7 @@ def device_name(recorded: str) -> str:
 def _plan(sweep, max_configurations: int):
     spec = load_sweep(sweep)
     configurations = expand_grid(spec, max_configurations)
-    shards = make_shards(configurations, spec.shard_size, spec.rating_model.layout_column)
+    shards = make_shards(configurations, spec.shard_size, spec.rating_model.layout_columns)
     return spec, configurations, shards
 
 

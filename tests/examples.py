@@ -58,6 +58,9 @@ Rules
       estimators (minutes); its first block cut to the values its header's
       ``show`` and ``plot`` commands name (2 configurations, the same
       replicates).
+    - ``preferences.yaml``: 44 configurations × 200 replicates whose posteriors are
+      sampled (NUTS, tens of minutes on CPU); the same grid with the classical
+      estimators alone (seconds). Its header's commands name no ``bayes`` row.
 
     Shipped sweeps run as written: ``quickstart.yaml`` (about 30 s cold on 2
     cores, seconds with its programs cached) and ``sampled-coverage.yaml``
@@ -112,9 +115,6 @@ SETUP = {
 #: unrun block's first line, and why it is not run.
 SKIPPED = {
     "python -m pytest -q": "the test suite itself, of which this test is part",
-    "ray job submit --address http://HEAD:8265 ": (
-        "needs a Ray cluster with a dashboard (job submission) at HEAD, a placeholder"
-    ),
     "sweep run SWEEP.yaml --out DIR ": "the usage synopsis: placeholders, not commands",
     "DIR/sweep.json ": "a listing of output files, not commands",
 }
@@ -383,10 +383,20 @@ def estimators_cut(sweep: dict) -> dict:
 
 #: Stand-ins (rule 3): sweep file name -> change of the shipped sweep (its reason
 #: is in the module docstring).
+def classical_only(sweep: dict) -> dict:
+    """The same sweep without the posterior: the classical estimators alone (a preference
+    posterior is sampled, minutes a configuration on CPU; its sampler is tested apart)."""
+    sweep = {**sweep, "estimators": ["human_only", "judge_only", "rogan_gladen", "ppi", "ppi_pp"]}
+    for key in ("method", "sampler"):
+        sweep.pop(key, None)
+    return sweep
+
+
 STAND_INS: dict[str, Callable[[dict], dict]] = {
     "published-tables.yaml": by_quadrature,
     "legacy-grid.yaml": legacy_cut,
     "estimators.yaml": estimators_cut,
+    "preferences.yaml": classical_only,
 }
 
 

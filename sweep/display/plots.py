@@ -105,9 +105,13 @@ _MIN_CELL_FONT = 4.5
 _METHODS = {"quadrature": "quadrature", "nuts": "NUTS"}
 
 
-def label(name: str) -> str:
-    """The readable label for an axis or value column (the name itself when unknown)."""
-    return LABELS.get(name, name)
+def label(name: str, frame: pd.DataFrame | None = None) -> str:
+    """The readable label for an axis or value column (the name itself when unknown); of a
+    value of a categorical sweep's rows (``frame`` with a ``theta`` column), its estimand θ."""
+    text = LABELS.get(name, name)
+    if frame is not None and "theta" in frame.columns:
+        text = text.replace(r"\alpha", r"\theta").replace("α", "θ")
+    return text
 
 
 def _symbol(name: str) -> str:
@@ -497,7 +501,7 @@ def _heatmap(
         value in INTEGER_COLUMNS and bool(np.all(finite == np.round(finite)))
     )
     fmt, power = cell_format(norm, whole)
-    _colorbar(fig, ax, image, value, extend, power)
+    _colorbar(fig, ax, image, value, extend, power, label(value, frame))
     names = not ptypes.is_numeric_dtype(table.columns.dtype)
     hide_overlapping_ticklabels(fig, ax, rotate_names=names)
     _annotate(fig, ax, cells, norm, cmap, fmt)
@@ -534,15 +538,15 @@ def _hatch(ax: Axes, marks: np.ndarray, cells: np.ndarray, norm, cmap) -> None:
             )
 
 
-def _colorbar(fig: Figure, ax: Axes, image, value: str, extend: str, power: int) -> None:
-    """A slim colorbar labelled with the value (in units of 10^−``power``, as the cells are);
-    plain-number ticks on a logarithmic norm."""
+def _colorbar(fig: Figure, ax: Axes, image, value: str, extend: str, power: int, text: str) -> None:
+    """A slim colorbar labelled ``text``, the value's label (in units of 10^−``power``, as
+    the cells are); plain-number ticks on a logarithmic norm."""
     from matplotlib.colors import LogNorm
     from matplotlib.ticker import FuncFormatter
 
     bar = fig.colorbar(image, ax=ax, extend=extend, fraction=0.06, pad=0.03, aspect=25)
     unit = rf" ($\times 10^{{{-power}}}$)" if power else ""
-    bar.set_label(label(value) + unit, fontsize=FONT)
+    bar.set_label(text + unit, fontsize=FONT)
     bar.ax.tick_params(labelsize=SMALL, length=2, width=0.5)
     bar.outline.set_linewidth(0.5)
     if isinstance(image.norm, LogNorm):
@@ -786,7 +790,7 @@ def _lines(
     _x_scale(ax, xs, x, _auto_log_x(xs, x) if log_x is None else log_x)
     _y_scale(ax, ys, value, log_y)
     ax.set_xlabel(label(x))
-    ax.set_ylabel(label(value))
+    ax.set_ylabel(label(value, frame))
     ax.grid(True, which="major", linewidth=0.4, alpha=0.35)
     if lines is not None:
         legend_below(fig, ax, fig.get_figwidth())
@@ -857,7 +861,7 @@ def surface_figure(
         frame = select_cells(surface, axes, value, where)
         shown = (x, lines)
     if title is None:
-        head = SYMBOLS.get(value, label(value))
+        head = SYMBOLS.get(value, label(value, frame))
         title = wrap_phrases(head, setting_phrases(frame, shown), width)
     mark = "hatched" if mode == "heatmap" else "hollow"
     notes = [n for n in (_coverage_note(frame, value, mark, interval), _unfinished(surface)) if n]

@@ -636,9 +636,12 @@ def value_header(
     The value and its meaning (:data:`MEANINGS`); for ``eps`` the γ and power
     it is at, as numbers read from the rows (``eps at γ = 0.05, power 0.5:
     …``), or ``of each row`` where ``rows`` or ``cols`` is that axis; for
-    ``coverage`` and ``width_mean`` the intervals' nominal level.
+    ``coverage`` and ``width_mean`` the intervals' nominal level. On a categorical
+    sweep's rows (a ``theta`` column) the estimand is θ, and the meaning says so.
     """
     meaning = MEANINGS.get(value)
+    if meaning and "theta" in frame.columns:
+        meaning = meaning.replace("α", "θ")
     name = value
     if value == "eps":
         levels = [_level_phrase(frame, n, rows, cols) for n in ("gamma", "power") if n in frame]

@@ -60,9 +60,14 @@ def fit_categorical_lanes(
     require_float64()
     schedule = schedule_for() if schedule is None else schedule
     b = int(np.shape(counts.human)[0])
-    layout_call = nuts_call(schedule, nuts, b)
-    program = categorical_nuts_program(layout, nuts, bool(independent), layout_call.slots)
-    size = layout_call.fits
+    known = np.unique(np.asarray(counts.known, bool))
+    if len(known) > 1:
+        raise ValueError("fit_categorical_lanes: lanes with and without a known confusion")
+    call = nuts_call(schedule, nuts, b)
+    program = categorical_nuts_program(
+        layout, nuts, bool(independent), bool(known[0]) if b else False, call.slots
+    )
+    size = call.fits
     starts = range(0, b, size)
 
     def fit(start: int):

@@ -115,20 +115,25 @@ def nuts_program(
 
 @cache
 def categorical_nuts_program(
-    layout: Layout, settings: NUTSSettings, independent: bool, slots: int | None = None
+    layout: Layout,
+    settings: NUTSSettings,
+    independent: bool,
+    known: bool,
+    slots: int | None = None,
 ) -> ExportedProgram:
     """``fn(keys, counts, n_valid=None)``: θ draws of a call's categorical fits
-    (:func:`kernels.categorical.nuts.sample_fits`); only its first n_valid run."""
+    (:func:`kernels.categorical.nuts.sample_fits`; ``known``: every lane's confusion is
+    known); only its first n_valid run."""
     from binmetric_sweep.kernels.categorical import nuts as categorical_nuts
 
     def batch(keys, counts, n_valid=None):
         keys = jax.vmap(sampler_key)(keys)
         return categorical_nuts.sample_fits(
-            keys, counts, layout, settings, independent, slots, n_valid
+            keys, counts, layout, settings, independent, slots, n_valid, known=known
         )
 
-    name = "categorical_nuts"
-    return ExportedProgram(jax.jit(batch), name, (layout, settings, independent, slots))
+    static = (layout, settings, independent, known, slots)
+    return ExportedProgram(jax.jit(batch), "categorical_nuts", static)
 
 
 @cache

@@ -115,19 +115,21 @@ class ShardResult(NamedTuple):
 
 
 def make_shards(
-    configurations: pd.DataFrame, shard_size: int, layout_column: str | None = None
+    configurations: pd.DataFrame, shard_size: int, layout_columns: tuple[str, ...] = ()
 ) -> list[Shard]:
     """Consecutive slices of ``shard_size`` configurations (the last of a run may be shorter).
 
-    With a ``layout_column`` (:attr:`sweep.spec.rating_model.RatingModel.layout_column`), a
-    slice never spans a change of its value: a shard's lanes share one layout of counts.
+    With ``layout_columns`` (:attr:`sweep.spec.rating_model.RatingModel.layout_columns`), a
+    slice never spans a change of their values: a shard's lanes share one layout of counts
+    and one model.
     """
-    if layout_column is None or len(configurations) == 0:
+    if not layout_columns or len(configurations) == 0:
         starts = list(range(0, len(configurations), shard_size))
         ends = [*starts[1:], len(configurations)]
     else:
-        values = configurations[layout_column].to_numpy()
-        breaks = [0, *np.flatnonzero(values[1:] != values[:-1]) + 1, len(values)]
+        values = configurations[list(layout_columns)].to_numpy()
+        changes = (values[1:] != values[:-1]).any(axis=1)
+        breaks = [0, *np.flatnonzero(changes) + 1, len(values)]
         starts, ends = [], []
         for first, last in zip(breaks[:-1], breaks[1:], strict=True):
             starts += range(first, last, shard_size)

@@ -63,8 +63,8 @@ class RatingModel(NamedTuple):
         layout: ``configurations -> Layout``: the categorical layout (classes' values,
             judges) of configurations that share one; None for the binary model, whose
             counts have one layout.
-        layout_column: the configuration column a layout follows (a shard never spans a
-            change of it, :func:`sweep.execution.shards.make_shards`); None: one layout.
+        layout_columns: the configuration columns that set a lane's layout or model (a
+            shard never spans a change of them, :func:`sweep.execution.shards.make_shards`).
     """
 
     name: str
@@ -78,7 +78,7 @@ class RatingModel(NamedTuple):
     columns: str = "binary"
     expand: Callable[..., pd.DataFrame] | None = None
     layout: Callable[[pd.DataFrame], Layout] | None = None
-    layout_column: str | None = None
+    layout_columns: tuple[str, ...] = ()
 
 
 def binary_id_text(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKind) -> str:
@@ -138,5 +138,5 @@ PREFERENCE = RatingModel(
     columns="categorical",
     expand=categorical.expand_preference_grid,
     layout=categorical.preference_layout,
-    layout_column="judges",
+    layout_columns=("judges", "confusion_known"),
 )

@@ -107,7 +107,7 @@ def test_configurations_are_the_registry_s_with_theta_and_no_copy_for_one_judge(
 
 def test_a_shard_never_mixes_numbers_of_judges():
     table = expand_grid(load_sweep(preference()))
-    shards = make_shards(table, 3, "judges")
+    shards = make_shards(table, 3, ("judges", "confusion_known"))
     assert sum(len(s.configurations) for s in shards) == len(table)
     assert all(s.configurations.judges.nunique() == 1 for s in shards)
     assert all(len(s.configurations) <= 3 for s in shards)
