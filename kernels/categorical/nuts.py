@@ -20,11 +20,6 @@ import jax
 import jax.numpy as jnp
 
 from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout
-from binmetric_sweep.kernels.categorical.laplace import (
-    from_log_ratios,
-    to_log_ratios,
-    whitening,
-)
 from binmetric_sweep.kernels.categorical.logdensity import (
     DensityTerms,
     alr,
@@ -63,16 +58,10 @@ def initial_position(key: Array, terms: DensityTerms) -> Array:
     return jnp.concatenate(parts)
 
 
-def _potential_fn_gen(layout: Layout, independent: bool, whitened: bool):
-    """``(terms[, whitening]) -> (position -> −log density)``, for
-    :func:`kernels.stepwise.make_sampler`; with ``whitened`` the position is z of
-    :func:`laplace.to_log_ratios` (whose constant Jacobian is left out)."""
+def _potential_fn_gen(layout: Layout, independent: bool):
+    """``terms -> (position -> −log density)``, for :func:`kernels.stepwise.make_sampler`."""
     # Times −1 rather than negated, as kernels/nuts.py does: a negated constant in the
     # gradient is what Pallas's Triton lowering cannot take.
-    if whitened:
-        return lambda terms, w: (
-            lambda z: logdensity(to_log_ratios(z, w), terms, layout, independent) * -1.0
-        )
     return lambda terms: lambda position: logdensity(position, terms, layout, independent) * -1.0
 
 
@@ -120,21 +109,10 @@ def sample_fits(
     chain_keys = jax.vmap(lambda k: _chain_keys(k, chains))(keys).reshape(b * chains)
     init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(chain_keys), 1, 0)
     terms = density_terms(counts, layout, independent, known)
-    per_chain = lambda tree: jax.tree.map(  # noqa: E731
-        lambda x: jnp.repeat(jnp.asarray(x), chains, axis=0), tree
-    )
-    lane_terms = per_chain(terms)
+    lane_terms = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x), chains, axis=0), terms)
     positions = jax.vmap(initial_position)(init_keys, lane_terms)
-    # C known: π alone is sampled, and there is nothing to whiten.
-    whitened = not known
-    if whitened:
-        maps = per_chain(jax.vmap(lambda t: whitening(t, layout, independent))(terms))
-        positions = jax.vmap(from_log_ratios)(positions, maps)
-        args = (lane_terms, maps)
-    else:
-        args = (lane_terms,)
     sampler = make_sampler(
-        _potential_fn_gen(layout, independent, whitened),
+        _potential_fn_gen(layout, independent),
         position_size(layout, independent, known),
         settings.warmup,
         settings.samples,
@@ -146,7 +124,9 @@ def sample_fits(
         conditionals=settings.device == "cpu",
     )
     valid = None if n_valid is None else n_valid * chains
-    out = DRIVERS[settings.loop](run_keys, positions, args, sampler, settings, slots, valid)
+    out = DRIVERS[settings.loop](
+        run_keys, positions, (lane_terms,), sampler, settings, slots, valid
+    )
     draws = ChainDraws(
         alpha=out.draws,
         divergences=out.divergences,
