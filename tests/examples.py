@@ -58,8 +58,9 @@ Rules
       estimators (minutes); its first block cut to the values its header's
       ``show`` and ``plot`` commands name (2 configurations, the same
       replicates).
-    - ``preferences.yaml``: 44 configurations × 200 replicates whose posteriors are
-      sampled (NUTS, tens of minutes on CPU); the same grid with the classical
+    - ``preferences-posterior.yaml``: 4 configurations × 100 replicates whose
+      posteriors are sampled (NUTS, minutes on CPU, its sampler checked in
+      tests/kernels/test_categorical_nuts.py); the same grid with the classical
       estimators alone (seconds). Its header's commands name no ``bayes`` row.
 
     Shipped sweeps run as written: ``quickstart.yaml`` (about 30 s cold on 2
@@ -396,7 +397,7 @@ STAND_INS: dict[str, Callable[[dict], dict]] = {
     "published-tables.yaml": by_quadrature,
     "legacy-grid.yaml": legacy_cut,
     "estimators.yaml": estimators_cut,
-    "preferences.yaml": classical_only,
+    "preferences-posterior.yaml": classical_only,
 }
 
 

@@ -342,7 +342,7 @@ def test_nuts_agrees_with_gibbs_on_preferences_with_ties():
     _agree(nuts, draws, _gibbs(lanes, PREFERENCE, iterations=30000))
 
 
-@pytest.mark.slow  # a compile and a run of its own (24 coordinates)
+@pytest.mark.yardstick  # a compile and a run of its own (24 coordinates)
 def test_nuts_agrees_with_gibbs_on_a_five_point_scale():
     lanes = [
         _campaign(SCALE, 201, n_phi=200, n_m=2000),
@@ -352,7 +352,7 @@ def test_nuts_agrees_with_gibbs_on_a_five_point_scale():
     _agree(nuts, draws, _gibbs(lanes, SCALE, iterations=30000))
 
 
-@pytest.mark.slow  # a compile and a run of its own per model (26 and 14 coordinates)
+@pytest.mark.yardstick  # a compile and a run of its own per model (26 and 14 coordinates)
 @pytest.mark.parametrize("independent", [False, True], ids=["joint", "independent"])
 def test_nuts_agrees_with_gibbs_with_two_judges(independent):
     lanes = [
@@ -381,7 +381,7 @@ def test_nuts_with_c_known_agrees_with_gibbs_and_with_the_dirichlet():
     assert abs(nuts.sd[0] - sd) <= 4 * nuts.sd_mcse[0]
 
 
-@pytest.mark.slow  # 200 fits
+@pytest.mark.yardstick  # 200 fits
 def test_credible_intervals_cover_theta_drawn_from_the_prior():
     """π and every row of C from their Dirichlet(1) priors, counts from the model: the
     posterior's 95 % central interval covers θ in 95 % of campaigns, within 3 MC SEs."""

@@ -175,3 +175,26 @@ def test_the_classical_estimators_are_unbiased_where_they_should_be(estimators_r
     assert biased.bias_mean > 10 * biased.bias_mcse
     # Confusion-matrix inversion needs one judge's K outcomes; two judges give K² of them.
     assert by.loc["rogan_gladen"].xs(2, level="judges").not_applicable.eq(40).all()
+
+
+def test_the_posterior_runs_through_a_preference_sweep_with_its_sampler_health(tmp_path):
+    """bayes's fits carry θ's posterior and the sampler's health into both tables; its
+    intervals are central and hold the posterior mean (the sampler itself is checked
+    against a Gibbs sampler in tests/kernels/test_categorical_nuts.py)."""
+    sweep = preference(
+        replicates=6,
+        estimators=["bayes", "ppi"],
+        sampler={"chains": 2, "warmup": 150, "samples": 150},
+        grid={**PREFERENCE["grid"], "accuracy": [0.8], "position_bias": [0.5], "judges": [1]},
+    )
+    del sweep["grid"]["copy_rate"]
+    api.run(sweep, tmp_path / "out")
+    fits = api.load_fits(tmp_path / "out", estimator="bayes")
+    assert len(fits) == 6 and fits.applicable.all() and not fits.exact.any()
+    assert ((fits.ci_low < fits.estimate) & (fits.estimate < fits.ci_high)).all()
+    assert (fits.rhat < 1.1).all() and (fits.ess > 20).all() and (fits.steps > 0).all()
+    surface = api.load_surface(tmp_path / "out", estimator="bayes")
+    assert set(surface.method) == {"nuts"} and (surface.rhat_max < 1.1).all()
+    ppi = api.load_fits(tmp_path / "out", estimator="ppi")
+    # The same counts for every estimator of a lane.
+    assert [list(h) for h in ppi.human] == [list(h) for h in fits.human]
