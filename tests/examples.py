@@ -58,16 +58,13 @@ Rules
       estimators (minutes); its first block cut to the values its header's
       ``show`` and ``plot`` commands name (2 configurations, the same
       replicates).
-    - ``preferences-posterior.yaml``: 4 configurations × 100 replicates whose
-      posteriors are sampled (NUTS, minutes on CPU, its sampler checked in
-      tests/kernels/test_categorical_nuts.py); the same grid with the classical
-      estimators alone (seconds). Its header's commands name no ``bayes`` row.
 
     Shipped sweeps run as written: ``quickstart.yaml`` (about 30 s cold on 2
     cores, seconds with its programs cached) and ``sampled-coverage.yaml``
     (about 37 s cold, 5 s cached: compiling dominates, and 4 replicates
     instead of 50 measured 38 s cold, 3 s cached, so cutting them saves
-    nothing worth the difference).
+    nothing worth the difference), and ``preferences.yaml`` (the classical
+    estimators alone: seconds).
 4.  Shown output: a command's shown lines are compared with its standard
     output line by line, exactly after trailing spaces are stripped. A ``...``
     line stands for lines left out; elsewhere the shown lines must be the
@@ -384,20 +381,10 @@ def estimators_cut(sweep: dict) -> dict:
 
 #: Stand-ins (rule 3): sweep file name -> change of the shipped sweep (its reason
 #: is in the module docstring).
-def classical_only(sweep: dict) -> dict:
-    """The same sweep without the posterior: the classical estimators alone (a preference
-    posterior is sampled, minutes a configuration on CPU; its sampler is tested apart)."""
-    sweep = {**sweep, "estimators": ["human_only", "judge_only", "rogan_gladen", "ppi", "ppi_pp"]}
-    for key in ("method", "sampler"):
-        sweep.pop(key, None)
-    return sweep
-
-
 STAND_INS: dict[str, Callable[[dict], dict]] = {
     "published-tables.yaml": by_quadrature,
     "legacy-grid.yaml": legacy_cut,
     "estimators.yaml": estimators_cut,
-    "preferences-posterior.yaml": classical_only,
 }
 
 
