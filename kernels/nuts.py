@@ -68,6 +68,7 @@ __all__ = [
     "DRIVERS",
     "LOOPS",
     "resolve_loop",
+    "run_chains",
     "sample_fits",
     "SUMMARY_BLOCK_DRAWS",
     "summary_block_fits",
@@ -312,13 +313,35 @@ def _run_stepwise(
         gen, args = (lambda c, centres: _potential_fn_gen(c, ridge, centres)), (counts, centres)
     else:
         gen, args = _potential_fn_gen, (counts, ridge, centres)
+    return run_chains(gen, args, run_keys, positions, settings, _alpha, slots, n_valid)
+
+
+def run_chains(
+    potential_fn_gen,
+    model_args: tuple,
+    run_keys,
+    positions,
+    settings: NUTSSettings,
+    observe,
+    slots: int | None = None,
+    n_valid=None,
+) -> ChainDraws:
+    """L chains (leading ``(L,)`` keys and positions) of any model on the engine, by
+    ``settings.loop``'s driver (:data:`DRIVERS`), as :class:`ChainDraws` whose ``alpha``
+    holds ``observe`` of each draw.
+
+    ``potential_fn_gen(*model_args) -> (position -> −log density)``, ``model_args`` with
+    leading ``(L,)``; ``settings`` resolved (:func:`resolve_loop`). The binary model's
+    chains (:func:`sample_fits`) and the categorical model's
+    (:func:`kernels.categorical.nuts.sample_fits`) both run here.
+    """
     if settings.device is None or settings.loop == "auto":
         raise ValueError(
             "NUTSSettings: call resolve_loop(settings, device) first; "
             "the kernels do not ask JAX which device they run on"
         )
     sampler = make_sampler(
-        gen,
+        potential_fn_gen,
         positions.shape[-1],
         settings.warmup,
         settings.samples,
@@ -326,10 +349,10 @@ def _run_stepwise(
         settings.max_tree_depth,
         settings.warmup_max_tree_depth,
         settings.record_steps,
-        observe=_alpha,
+        observe=observe,
         conditionals=settings.device == "cpu",
     )
-    out = DRIVERS[settings.loop](run_keys, positions, args, sampler, settings, slots, n_valid)
+    out = DRIVERS[settings.loop](run_keys, positions, model_args, sampler, settings, slots, n_valid)
     return ChainDraws(
         alpha=out.draws,
         divergences=out.divergences,

@@ -25,11 +25,9 @@ from binmetric_sweep.kernels.categorical.logdensity import (
     alr,
     density_terms,
     logdensity,
-    position_size,
     theta,
 )
-from binmetric_sweep.kernels.nuts import DRIVERS, ChainDraws, NUTSSettings, _chain_keys
-from binmetric_sweep.kernels.stepwise import make_sampler
+from binmetric_sweep.kernels.nuts import ChainDraws, NUTSSettings, _chain_keys, run_chains
 
 Array = jax.Array
 
@@ -100,38 +98,21 @@ def sample_fits(
         θ = vᵀπ's draws ``(B, chains, samples)``. A fit's draws do not depend on the
         other fits of the batch.
     """
-    if settings.device is None or settings.loop == "auto":
-        raise ValueError(
-            "NUTSSettings: call resolve_loop(settings, device) first; "
-            "the kernels do not ask JAX which device they run on"
-        )
     b, chains = keys.shape[0], settings.chains
     chain_keys = jax.vmap(lambda k: _chain_keys(k, chains))(keys).reshape(b * chains)
     init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(chain_keys), 1, 0)
     terms = density_terms(counts, layout, independent, known)
     lane_terms = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x), chains, axis=0), terms)
     positions = jax.vmap(initial_position)(init_keys, lane_terms)
-    sampler = make_sampler(
-        _potential_fn_gen(layout, independent),
-        position_size(layout, independent, known),
-        settings.warmup,
-        settings.samples,
-        settings.target_accept,
-        settings.max_tree_depth,
-        settings.warmup_max_tree_depth,
-        settings.record_steps,
-        observe=lambda position: theta(position, layout),
-        conditionals=settings.device == "cpu",
-    )
     valid = None if n_valid is None else n_valid * chains
-    out = DRIVERS[settings.loop](
-        run_keys, positions, (lane_terms,), sampler, settings, slots, valid
-    )
-    draws = ChainDraws(
-        alpha=out.draws,
-        divergences=out.divergences,
-        tree_depth=out.depth_sum / settings.samples,
-        steps=out.steps,
-        leapfrogs=out.leapfrogs,
+    draws = run_chains(
+        _potential_fn_gen(layout, independent),
+        (lane_terms,),
+        run_keys,
+        positions,
+        settings,
+        lambda position: theta(position, layout),
+        slots,
+        valid,
     )
     return jax.tree.map(lambda x: x.reshape(b, chains, *x.shape[1:]), draws)

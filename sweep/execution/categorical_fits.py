@@ -18,10 +18,10 @@ import jax
 import numpy as np
 
 from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout
-from binmetric_sweep.kernels.nuts import NUTSSettings, summarize_draws
+from binmetric_sweep.kernels.nuts import NUTSSettings
 from binmetric_sweep.kernels.summaries import FitResults, empty_fits
 from binmetric_sweep.sweep.execution.calls import take
-from binmetric_sweep.sweep.execution.fits import CallTime, FitInfo, LaneFits
+from binmetric_sweep.sweep.execution.fits import CallTime, FitInfo, LaneFits, sampled_fits
 from binmetric_sweep.sweep.execution.programs import categorical_nuts_program
 from binmetric_sweep.sweep.execution.schedule import Schedule, nuts_call, schedule_for
 from binmetric_sweep.sweep.spec.lanes import require_float64
@@ -79,20 +79,7 @@ def fit_categorical_lanes(
         index[n:] = start  # padded with the call's first lane, which is never run twice
         draws = jax.device_get(program(keys[index], take(counts, index), n))
         host = time.perf_counter()
-        d = summarize_draws(draws.alpha[:n], level)
-        fits = FitResults(
-            post_mean=d.mean,
-            post_sd=d.sd,
-            ci_low=d.ci_low,
-            ci_high=d.ci_high,
-            rhat=d.rhat,
-            ess=d.ess,
-            sd_mcse=d.sd_mcse,
-            divergences=np.asarray(draws.divergences[:n]).sum(axis=1),
-            tree_depth=np.asarray(draws.tree_depth[:n]).mean(axis=1),
-            steps=np.asarray(draws.steps[:n]).reshape(n, -1).sum(axis=1),
-            exact=np.zeros(n, bool),
-        )
+        fits = sampled_fits(draws, n, level)
         end = time.perf_counter()
         return fits, CallTime("nuts", n, size, end - begin, end - host)
 

@@ -44,7 +44,7 @@ from binmetric_sweep.sweep.execution.cascade import CascadeRule
 from binmetric_sweep.sweep.execution.schedule import Schedule, schedule_for, usable_cores
 from binmetric_sweep.sweep.spec.lanes import require_float64
 
-__all__ = ["Answer", "CallTime", "FitInfo", "FitMemo", "LaneFits", "fit_lanes"]
+__all__ = ["Answer", "CallTime", "FitInfo", "FitMemo", "LaneFits", "fit_lanes", "sampled_fits"]
 
 
 class Answer(NamedTuple):
@@ -337,8 +337,17 @@ def _answer(
         return Answer(fits, np.asarray(accepted, bool)[:n])
     draws = jax.device_get(chunk.fn(keys[chunk.padded], lanes, n))
     start = time.perf_counter()
-    d = summarize_draws(draws.alpha[:n], level, map if summaries is None else summaries.map)
-    fits = FitResults(
+    fits = sampled_fits(draws, n, level, map if summaries is None else summaries.map)
+    return Answer(fits, np.ones(n, bool), time.perf_counter() - start)
+
+
+def sampled_fits(draws, n: int, level: float, map_blocks=map) -> FitResults:
+    """``(n,)`` :class:`FitResults` of the first n fits of a NUTS call's draws
+    (:class:`kernels.nuts.ChainDraws`, host arrays): the summaries of their ``alpha``
+    (:func:`kernels.nuts.summarize_draws`, blocks mapped by ``map_blocks``) and their
+    sampler's counts."""
+    d = summarize_draws(draws.alpha[:n], level, map_blocks)
+    return FitResults(
         post_mean=d.mean,
         post_sd=d.sd,
         ci_low=d.ci_low,
@@ -351,4 +360,3 @@ def _answer(
         steps=np.asarray(draws.steps[:n]).reshape(n, -1).sum(axis=1),
         exact=np.zeros(n, bool),
     )
-    return Answer(fits, np.ones(n, bool), time.perf_counter() - start)
