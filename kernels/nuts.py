@@ -68,6 +68,7 @@ __all__ = [
     "DRIVERS",
     "LOOPS",
     "resolve_loop",
+    "chain_keys",
     "run_chains",
     "sample_fits",
     "SUMMARY_BLOCK_DRAWS",
@@ -390,7 +391,8 @@ DRIVERS = {"leapfrog": _queue_driver, "kernel": _kernel_driver}
 LOOPS = ("auto", *DRIVERS)
 
 
-def _chain_keys(key: Array, chains: int) -> Array:
+def chain_keys(key: Array, chains: int) -> Array:
+    """``(chains,)`` keys of a fit's chains: chain c's is ``fold_in(key, c)``."""
     return jax.vmap(lambda c: jax.random.fold_in(key, c))(jnp.arange(chains))
 
 
@@ -403,7 +405,7 @@ def sample_fit(
     :func:`sample_fits`, which runs every chain of every fit in one loop,
     where vmapping this function would not.
     """
-    keys = _chain_keys(key, settings.chains)
+    keys = chain_keys(key, settings.chains)
     return jax.vmap(lambda k: sample_chain(k, counts, settings, dim, ridge))(keys)
 
 
@@ -429,8 +431,8 @@ def sample_fits(
     ``n_valid`` fits (traced; all if None) are run, the rest coming back as zeros.
     """
     b, chains = keys.shape[0], settings.chains
-    chain_keys = jax.vmap(lambda k: _chain_keys(k, chains))(keys).reshape(b * chains)
-    init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(chain_keys), 1, 0)
+    lane_keys = jax.vmap(lambda k: chain_keys(k, chains))(keys).reshape(b * chains)
+    init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(lane_keys), 1, 0)
     lane_counts = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x), chains, axis=0), counts)
     lane_ridge = _coordinates(lane_counts, settings, dim, ridge)
     ridge_axis = None if isinstance(lane_ridge, bool) else 0

@@ -35,16 +35,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from binmetric_sweep.kernels import estimators as binary
+from binmetric_sweep.kernels import binary_estimators as binary
+from binmetric_sweep.kernels import estimates
 from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout, binary_counts
-from binmetric_sweep.kernels.estimators import (
+from binmetric_sweep.kernels.estimates import (
     FEW_PAIRED,
     NO_HUMAN,
     NO_METRIC,
     NO_PAIRED_SET,
     Estimate,
-    _estimate,
-    _reason,
+    masked_estimate,
+    reason_code,
 )
 from binmetric_sweep.kernels.intervals import two_sided_z
 
@@ -67,9 +68,9 @@ __all__ = [
 #: Why an estimator does not apply to K-class counts beyond the binary reasons: the codes
 #: :data:`kernels.estimators.SEVERAL_JUDGES`, ``NO_PAIRED_CLASS``, ``SINGULAR_CONFUSION``.
 SEVERAL_JUDGES, NO_PAIRED_CLASS, SINGULAR_CONFUSION = (
-    binary.SEVERAL_JUDGES,
-    binary.NO_PAIRED_CLASS,
-    binary.SINGULAR_CONFUSION,
+    estimates.SEVERAL_JUDGES,
+    estimates.NO_PAIRED_CLASS,
+    estimates.SINGULAR_CONFUSION,
 )
 
 #: The largest 1-norm condition number of Ĉ that ``rogan_gladen`` inverts. Solving Ĉw = v
@@ -120,7 +121,7 @@ def _mean_with_normal_interval(weights, x, level, reason, bounds) -> Estimate:
     se = jnp.sqrt(var / jnp.maximum(n, 1.0))
     z = two_sided_z(level)
     low, high = bounds
-    return _estimate(
+    return masked_estimate(
         mean, se, jnp.clip(mean - z * se, low, high), jnp.clip(mean + z * se, low, high), reason
     )
 
@@ -133,13 +134,13 @@ def _verdict_values(layout: Layout) -> np.ndarray:
 def _human_only(counts: CategoricalCounts, layout: Layout, level: float) -> Estimate:
     """The K-class form of :func:`human_only`, for any layout (K = 2 included)."""
     v = np.asarray(layout.values, np.float64)
-    reason = _reason((counts.human.sum(-1) == 0, NO_HUMAN))
+    reason = reason_code((counts.human.sum(-1) == 0, NO_HUMAN))
     return _mean_with_normal_interval(counts.human, v, level, reason, _bounds(layout))
 
 
 def _judge_only(counts: CategoricalCounts, layout: Layout, level: float) -> Estimate:
     """The K-class form of :func:`judge_only`, for any layout (K = 2 included)."""
-    reason = _reason((counts.judged.sum(-1) == 0, NO_METRIC))
+    reason = reason_code((counts.judged.sum(-1) == 0, NO_METRIC))
     return _mean_with_normal_interval(
         counts.judged, _verdict_values(layout), level, reason, _bounds(layout)
     )
@@ -168,7 +169,7 @@ def _rogan_gladen(counts: CategoricalCounts, layout: Layout, level: float) -> Es
         inverse, 1, axis=(-2, -1)
     )
     singular = ~(condition <= MAX_CONDITION)  # NaN (an inverse of inf) is singular too
-    reason = _reason(
+    reason = reason_code(
         (n_m == 0, NO_METRIC), (empty_row, NO_PAIRED_CLASS), (singular, SINGULAR_CONFUSION)
     )
 
@@ -182,7 +183,7 @@ def _rogan_gladen(counts: CategoricalCounts, layout: Layout, level: float) -> Es
     var_c = jnp.where(known, 0.0, (pi**2 * row_vars / jnp.maximum(rows, 1.0)).sum(-1))
     se = jnp.sqrt(var_p + var_c)
     value = jnp.clip(theta, low, high)
-    return _estimate(
+    return masked_estimate(
         value,
         se,
         jnp.clip(value - z * se, low, high),
@@ -237,8 +238,8 @@ def _ppi_with(counts, layout, level, scores, lam) -> Estimate:
     var_u = (counts.judged * (d.u_centred @ lam[..., None])[..., 0] ** 2).sum(-1)
     var_u = jnp.where(has_u, var_u / jnp.maximum(d.n_m, 1.0) ** 2, 0.0)
     se = jnp.sqrt(var_l / jnp.maximum(d.n, 1.0) + var_u)
-    reason = _reason((jnp.asarray(counts.known, bool), NO_PAIRED_SET), (d.n < 2, FEW_PAIRED))
-    return _estimate(value, se, value - z * se, value + z * se, reason)
+    reason = reason_code((jnp.asarray(counts.known, bool), NO_PAIRED_SET), (d.n < 2, FEW_PAIRED))
+    return masked_estimate(value, se, value - z * se, value + z * se, reason)
 
 
 def _ppi(counts: CategoricalCounts, layout: Layout, level: float) -> Estimate:

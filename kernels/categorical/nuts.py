@@ -27,7 +27,7 @@ from binmetric_sweep.kernels.categorical.logdensity import (
     logdensity,
     theta,
 )
-from binmetric_sweep.kernels.nuts import ChainDraws, NUTSSettings, _chain_keys, run_chains
+from binmetric_sweep.kernels.nuts import ChainDraws, NUTSSettings, chain_keys, run_chains
 
 Array = jax.Array
 
@@ -99,8 +99,8 @@ def sample_fits(
         other fits of the batch.
     """
     b, chains = keys.shape[0], settings.chains
-    chain_keys = jax.vmap(lambda k: _chain_keys(k, chains))(keys).reshape(b * chains)
-    init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(chain_keys), 1, 0)
+    lane_keys = jax.vmap(lambda k: chain_keys(k, chains))(keys).reshape(b * chains)
+    init_keys, run_keys = jnp.moveaxis(jax.vmap(jax.random.split)(lane_keys), 1, 0)
     terms = density_terms(counts, layout, independent, known)
     lane_terms = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x), chains, axis=0), terms)
     positions = jax.vmap(initial_position)(init_keys, lane_terms)

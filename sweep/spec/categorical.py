@@ -16,7 +16,6 @@ configuration's class shares (ψ = π).
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -29,10 +28,8 @@ from binmetric_sweep.kernels.categorical.families import (
     preference_shares,
 )
 from binmetric_sweep.kernels.paired import PairedKind
+from binmetric_sweep.sweep.spec.values import canonical_number
 from binmetric_sweep.sweep.storage.columns import SURFACE, columns_of
-
-if TYPE_CHECKING:
-    from binmetric_sweep.sweep.spec.config import PreferenceBlock
 
 __all__ = [
     "PREFERENCE_COLUMNS",
@@ -59,9 +56,10 @@ PREFERENCE_COLUMNS = tuple(
 )
 
 
-def preference_block_table(block: PreferenceBlock) -> pd.DataFrame:
-    """A preference block's configurations (its Cartesian product, the last axis fastest),
-    without ``config_id``: columns :data:`PREFERENCE_COLUMNS` but that one."""
+def preference_block_table(block) -> pd.DataFrame:
+    """A preference block's configurations (a :class:`sweep.spec.config.PreferenceBlock`:
+    its Cartesian product, the last axis fastest), without ``config_id``: columns
+    :data:`PREFERENCE_COLUMNS` but that one."""
     free = block.free_axes()
     grids = np.meshgrid(*(np.asarray(getattr(block, a)) for a in free), indexing="ij")
     table = pd.DataFrame({a: g.ravel() for a, g in zip(free, grids, strict=True)})
@@ -73,19 +71,12 @@ def preference_block_table(block: PreferenceBlock) -> pd.DataFrame:
     # One judge copies no one: its configurations do not differ in copy.
     table.loc[table["judges"] == 1, "copy_rate"] = 0.0
     table["theta"] = [
-        _canonical(w + 0.5 * t) for w, t in zip(table["win"], table["tie"], strict=True)
+        canonical_number(w + 0.5 * t) for w, t in zip(table["win"], table["tie"], strict=True)
     ]
     table["confusion_known"] = paired.known
     table["shared_paired"] = paired.shared
     table["paired"] = paired
     return table
-
-
-def _canonical(value: float) -> float:
-    """``value`` to the 12 significant digits a sweep file's values keep."""
-    from binmetric_sweep.sweep.spec.config import _canonical as canonical
-
-    return canonical(value)
 
 
 def preference_id_text(row: dict) -> str:

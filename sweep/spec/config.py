@@ -32,6 +32,7 @@ from binmetric_sweep.kernels.estimators import (
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.spec.rating_model import BINARY, PREFERENCE, RatingModel
+from binmetric_sweep.sweep.spec.values import canonical_number
 from binmetric_sweep.sweep.storage.columns import (
     GRID_AXES,
     PROBABILITY_AXES,
@@ -59,11 +60,6 @@ __all__ = [
 AXES = GRID_AXES
 #: Largest sample size accepted (counts stay exact integers in float64 far beyond it).
 MAX_SIZE = 10**9
-_SIGNIFICANT = 12  # values are stored to 12 significant digits, so 0.1 + 0.2 is 0.3
-
-
-def _canonical(value: float) -> float:
-    return float(f"{value:.{_SIGNIFICANT}g}") + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 class _Strict(BaseModel):
@@ -252,7 +248,7 @@ def axis_values(field: str, raw: Any, low: float = 0.0, high: float = 1.0) -> Ax
                 f"grid.{field}: value {shown(v)} is out of range; allowed: numbers in "
                 f"[{low:g}, {high:g}]"
             )
-        out[_canonical(float(v))] = None
+        out[canonical_number(float(v))] = None
     return tuple(out)
 
 
@@ -371,7 +367,7 @@ PREFERENCE_AXES = tuple(c.name for c in columns_of(SURFACE, "categorical") if c.
 #: Most judges a configuration may have: J judges' joint verdict is one of 3^J outcomes.
 MAX_JUDGES = 3
 _DEFAULTS = {
-    "tie_rate": (_canonical(1.0 / 3.0),),
+    "tie_rate": (canonical_number(1.0 / 3.0),),
     "position_bias": (0.0,),
     "judges": (1.0,),
     "copy_rate": (0.0,),

@@ -96,7 +96,8 @@ def expand_grid(
             f"{max_configurations:,}; raise it with --max-configurations (or "
             "max_configurations= in Python) if you mean it"
         )
-    return spec.rating_model.expand(spec.grid)
+    expand = spec.rating_model.expand or expand_binary_grid
+    return expand(spec.grid)
 
 
 def expand_binary_grid(blocks, model: RatingModel = BINARY) -> pd.DataFrame:

@@ -59,7 +59,8 @@ class RatingModel(NamedTuple):
         columns: the column registry's model whose columns its tables have
             (:data:`sweep.storage.columns.MODELS`).
         expand: ``blocks -> configurations``: the configurations table of a sweep's grid
-            blocks (with ``config_id``, duplicates removed).
+            blocks (with ``config_id``, duplicates removed); None for the binary model's,
+            :func:`sweep.spec.grid.expand_binary_grid`.
         layout: ``configurations -> Layout``: the categorical layout (classes' values,
             judges) of configurations that share one; None for the binary model, whose
             counts have one layout.
@@ -114,14 +115,7 @@ BINARY = RatingModel(
     expected_counts=binary_counts.expected_counts,
     draw_counts=binary_counts.draw_counts,
     id_text=binary_id_text,
-    expand=lambda blocks: _binary_expand(blocks),
 )
-
-
-def _binary_expand(blocks) -> pd.DataFrame:
-    from binmetric_sweep.sweep.spec.grid import expand_binary_grid  # grid imports this module
-
-    return expand_binary_grid(blocks)
 
 
 #: Preferences between two outputs with ties, by a human and J judges (MODEL.md, "Ratings
