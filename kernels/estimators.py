@@ -1,25 +1,16 @@
 """Estimators of α on one campaign's counts: the posterior's and five classical ones.
 
 Teams that rate with an LLM judge or a metric mostly report one of these
-instead of a posterior (docs/estimators.md). Each is a closed form in the
-counts (:class:`kernels.counts.Counts`), on three sets of items:
-
-- **H**, the human-rated items: N_Φ (``n_phi``), n₊ of them adequate (``n_pos``);
-- **L**, the paired items, with a human label Y and a metric label f:
-  N_ρη = P + (N_ρη − P) (``n_pos_paired`` + ``n_neg_paired``), n_ρ (``n_tp``)
-  with Y = f = 1, n_η (``n_tn``) with Y = f = 0. With a shared paired set L is
-  H; with ρ, η known there is none;
-- **U**, the metric-only items: N_M (``n_m``), m₊ of them rated 1 (``m_pos``).
-
-On L, mean(Y) = P/N_ρη, mean(f) = (n_ρ + N_ρη − P − n_η)/N_ρη and
-mean(Y·f) = n_ρ/N_ρη. Variances are population variances (ddof 0), as
-``ppi_py`` takes them, but for PPI++'s λ̂ (see :func:`ppi_pp`).
+instead of a posterior (docs/estimators.md). Their closed forms are
+:mod:`kernels.binary_estimators` (binary counts) and
+:mod:`kernels.categorical.estimators` (K classes, several judges); what an
+estimate is, :mod:`kernels.estimates`. All are importable from here.
 
 An :class:`Estimate` holds, per lane, the estimate, its standard error, an
 interval and a reason code: 0 where the estimator applies; otherwise one of
 :data:`REASONS`, and the numbers are NaN. An :class:`Estimator` is one value
 carrying all that the layers above need of an estimator: a pure function
-``(counts (B,), level) -> Estimate (B,)``, its interval's kind, its planning
+``(counts (B,), level) -> Estimate (B,)`` and its K-class form, its interval's kind, its planning
 SE (:mod:`~binmetric_sweep.kernels.planning_se`) and whether it pools rates.
 The posterior (:data:`POSTERIOR`, ``bayes``) is one of them, marked as the
 posterior: it is computed elsewhere (the quadrature cascade or NUTS) and
