@@ -126,7 +126,13 @@ class Estimator(NamedTuple):
 
 #: The posterior: α's posterior mean, SD and central credible interval.
 POSTERIOR = Estimator("bayes", None, "central credible", None, pools_rates=True, posterior=True)
-HUMAN_ONLY = Estimator("human_only", human_only, "Wilson score", planning_se.HUMAN_ONLY)
+HUMAN_ONLY = Estimator(
+    "human_only",
+    human_only,
+    "Wilson score",
+    planning_se.HUMAN_ONLY,
+    categorical=categorical.human_only,
+)
 
 _REGISTRY: dict[str, Estimator] = {}
 _RESERVED = ("all",)
@@ -194,7 +200,6 @@ def is_posterior(name: str) -> bool:
     return found is not None and found.posterior
 
 
-HUMAN_ONLY = HUMAN_ONLY._replace(categorical=categorical.human_only)
 _BUILT_IN = (
     POSTERIOR,
     HUMAN_ONLY,

@@ -28,6 +28,7 @@ from functools import cache
 import jax
 import jax.numpy as jnp
 
+from binmetric_sweep.kernels.categorical import nuts as categorical_nuts
 from binmetric_sweep.kernels.categorical.counts import Layout
 from binmetric_sweep.kernels.counts import replicate_key
 from binmetric_sweep.kernels.estimators import Estimator
@@ -124,7 +125,6 @@ def categorical_nuts_program(
     """``fn(keys, counts, n_valid=None)``: θ draws of a call's categorical fits
     (:func:`kernels.categorical.nuts.sample_fits`; ``known``: every lane's confusion is
     known); only its first n_valid run."""
-    from binmetric_sweep.kernels.categorical import nuts as categorical_nuts
 
     def batch(keys, counts, n_valid=None):
         keys = jax.vmap(sampler_key)(keys)

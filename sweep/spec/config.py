@@ -16,7 +16,7 @@ import math
 import re
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 import yaml
@@ -274,7 +274,27 @@ def paired_kind(n_rho_eta: AxisSpec) -> PairedKind:
     return PairedKind.SEPARATE
 
 
-class GridBlock(_Strict):
+class _Block(_Strict):
+    """What every grid block is: the Cartesian product of its axes (``axes``, in the order
+    it varies), whose paired design its ``n_rho_eta`` spells."""
+
+    axes: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def paired(self) -> PairedKind:
+        """The block's paired design (:func:`paired_kind` of its ``n_rho_eta``)."""
+        return paired_kind(self.n_rho_eta)
+
+    def free_axes(self) -> tuple[str, ...]:
+        """Axes with values of their own (the ones the Cartesian product runs over)."""
+        return tuple(a for a in self.axes if not isinstance(getattr(self, a), str))
+
+    def size(self) -> int:
+        """Configurations this block makes before duplicates are removed."""
+        return math.prod(len(getattr(self, a)) for a in self.free_axes())
+
+
+class GridBlock(_Block):
     """One block of the grid: the Cartesian product of its axes (ties follow their axis).
 
     An axis is a tuple of values or the name of the axis it is tied to;
@@ -283,6 +303,7 @@ class GridBlock(_Strict):
     ``psi`` defaults to ``"alpha"``.
     """
 
+    axes: ClassVar[tuple[str, ...]] = AXES
     alpha: AxisSpec
     rho: AxisSpec
     eta: AxisSpec
@@ -338,11 +359,6 @@ class GridBlock(_Strict):
             )
         return self
 
-    @property
-    def paired(self) -> PairedKind:
-        """The block's paired design (:func:`paired_kind` of its ``n_rho_eta``)."""
-        return paired_kind(self.n_rho_eta)
-
     def resolved(self, field: str) -> tuple[float, ...] | None:
         """The values an axis takes, following ties; None for a known n_rho_eta."""
         if field == "n_rho_eta" and self.paired.known:
@@ -351,14 +367,6 @@ class GridBlock(_Strict):
         while isinstance(value, str):
             value = getattr(self, value)
         return value
-
-    def free_axes(self) -> tuple[str, ...]:
-        """Axes with values of their own (the ones the Cartesian product runs over)."""
-        return tuple(a for a in AXES if not isinstance(getattr(self, a), str))
-
-    def size(self) -> int:
-        """Configurations this block makes before duplicates are removed."""
-        return math.prod(len(getattr(self, a)) for a in self.free_axes())
 
 
 #: The axes of a preference block (``ratings: preference``), in the order their Cartesian
@@ -374,7 +382,7 @@ _DEFAULTS = {
 }
 
 
-class PreferenceBlock(_Strict):
+class PreferenceBlock(_Block):
     """One block of a preference grid: the Cartesian product of its axes.
 
     ``n_rho_eta`` is ``"n_phi"`` (the default: the human-rated items are the paired
@@ -384,6 +392,7 @@ class PreferenceBlock(_Strict):
     ``judges`` to 1.
     """
 
+    axes: ClassVar[tuple[str, ...]] = PREFERENCE_AXES
     win: AxisSpec
     tie: AxisSpec
     accuracy: AxisSpec
@@ -429,19 +438,6 @@ class PreferenceBlock(_Strict):
                 "where A is better and where they tie must sum to at most 1"
             )
         return self
-
-    @property
-    def paired(self) -> PairedKind:
-        """The block's paired design (:func:`paired_kind` of its ``n_rho_eta``)."""
-        return paired_kind(self.n_rho_eta)
-
-    def free_axes(self) -> tuple[str, ...]:
-        """Axes with values of their own (all of them: a preference grid ties none)."""
-        return tuple(a for a in PREFERENCE_AXES if not isinstance(getattr(self, a), str))
-
-    def size(self) -> int:
-        """Configurations this block makes before duplicates are removed."""
-        return math.prod(len(getattr(self, a)) for a in self.free_axes())
 
 
 class SweepSpec(_Strict):

@@ -114,7 +114,7 @@ def items(c: CategoricalCounts, i: int, layout: Layout):
 @functools.cache
 def jitted(fn, layout: Layout, *level):
     """``fn`` on (counts, layout, level) jitted once per layout and level (as a sweep calls
-    it; an eager call compiles each operation for each new shape, a few times slower)."""
+    it; an eager call compiles each operation for each new shape)."""
     return jax.jit(lambda counts: fn(counts, layout, *level))
 
 
