@@ -58,6 +58,11 @@ Rules
       estimators (minutes); its first block cut to the values its header's
       ``show`` and ``plot`` commands name (2 configurations, the same
       replicates).
+    - ``preferences-posterior.yaml``: 600 preference NUTS fits (about an hour on
+      2 cores); the same grid's classical estimators alone (seconds). Its
+      header's ``show`` commands filter on no estimator, so they run against
+      it as written; the posterior's path through a preference sweep is
+      tested in tests/sweep/test_preference.py.
 
     Shipped sweeps run as written: ``quickstart.yaml`` (about 30 s cold on 2
     cores, seconds with its programs cached) and ``sampled-coverage.yaml``
@@ -379,12 +384,18 @@ def estimators_cut(sweep: dict) -> dict:
     return {**sweep, "grid": [{**sweep["grid"][0], **ESTIMATORS_AXES}]}
 
 
+def without_posterior(sweep: dict) -> dict:
+    """The same sweep's classical estimators alone (``bayes`` dropped)."""
+    return {**sweep, "estimators": [e for e in sweep["estimators"] if e != "bayes"]}
+
+
 #: Stand-ins (rule 3): sweep file name -> change of the shipped sweep (its reason
 #: is in the module docstring).
 STAND_INS: dict[str, Callable[[dict], dict]] = {
     "published-tables.yaml": by_quadrature,
     "legacy-grid.yaml": legacy_cut,
     "estimators.yaml": estimators_cut,
+    "preferences-posterior.yaml": without_posterior,
 }
 
 

@@ -58,7 +58,7 @@ def test_stand_ins_are_smaller_copies_of_the_shipped_sweeps(name):
     """A stand-in changes only the method (and sampler) and cuts axes to shipped values."""
     shipped = load_sweep(examples.REPO / "configs" / name)
     small = load_sweep(examples.stand_in(name))
-    assert small.method == "quadrature"
+    assert small.method == "quadrature" or not small.has_posterior
     same = ("name", "counts", "replicates", "seed", "interval", "gamma", "power")
     assert [getattr(small, f) for f in same] == [getattr(shipped, f) for f in same]
     ids, shipped_ids = (set(expand_grid(s)["config_id"]) for s in (small, shipped))

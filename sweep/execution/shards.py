@@ -223,7 +223,7 @@ def run_shard(
             counts,
             keys,
             layout,
-            spec.independent_judges,
+            model.independent_judges(configs),
             level=spec.interval,
             nuts=nuts,
             schedule=schedule,

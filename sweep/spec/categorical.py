@@ -8,9 +8,9 @@ the class shares (``win``, ``tie``), each judge's confusion by the family of
 :func:`kernels.categorical.families.preference_confusion` (``accuracy``,
 ``tie_rate``, ``position_bias``), the number of judges and how often a later judge
 copies the first (``judges``, ``copy_rate``: :func:`kernels.categorical.families.copying_judges`),
-and the sizes (``n_phi``, ``n_rho_eta``, ``n_m``) as a binary block does. Every judge
-of a configuration has the same confusion; a separate paired set has the
-configuration's class shares (ψ = π).
+the posterior's model of them (``judge_model``), and the sizes (``n_phi``,
+``n_rho_eta``, ``n_m``) as a binary block does. Every judge of a configuration has the
+same confusion; a separate paired set has the configuration's class shares (ψ = π).
 """
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ from binmetric_sweep.sweep.spec.values import canonical_number
 from binmetric_sweep.sweep.storage.columns import SURFACE, columns_of
 
 __all__ = [
+    "JUDGE_MODELS",
     "PREFERENCE_COLUMNS",
     "preference_block_table",
     "expand_preference_grid",
     "preference_layout",
+    "preference_independent_judges",
     "preference_lane_designs",
     "preference_id_text",
 ]
@@ -50,6 +52,10 @@ PREFERENCE_PARAMETERS = (
     "judges",
     "copy_rate",
 )
+#: The posterior's models of several judges (the ``judge_model`` axis): their joint
+#: verdict (any correlation), or independent given the truth.
+JOINT, INDEPENDENT = "joint", "independent"
+JUDGE_MODELS = (JOINT, INDEPENDENT)
 #: The configurations table of a preference sweep: the registry's categorical columns.
 PREFERENCE_COLUMNS = tuple(
     c.name for c in columns_of(SURFACE, "categorical") if c.source == "configuration"
@@ -68,8 +74,12 @@ def preference_block_table(block) -> pd.DataFrame:
         table["n_rho_eta"] = table["n_phi"]
     elif paired.known:
         table["n_rho_eta"] = 0.0
-    # One judge copies no one: its configurations do not differ in copy.
+    # One judge copies no one, and its joint verdict is its own: its configurations do not
+    # differ in copy or judge model; nor do a known confusion's, which no model of the
+    # judges estimates.
     table.loc[table["judges"] == 1, "copy_rate"] = 0.0
+    table["judge_model"] = table["judge_model"].astype(object)
+    table.loc[(table["judges"] == 1) | paired.known, "judge_model"] = JOINT
     table["theta"] = [
         canonical_number(w + 0.5 * t) for w, t in zip(table["win"], table["tie"], strict=True)
     ]
@@ -80,16 +90,19 @@ def preference_block_table(block) -> pd.DataFrame:
 
 
 def preference_id_text(row: dict) -> str:
-    """``preference|win|tie|accuracy|tie_rate|position_bias|judges|copy|N_Φ|N_M|paired``:
-    the text of one preference configuration hashed into its ``config_id``."""
+    """``preference|win|tie|accuracy|tie_rate|position_bias|judges|copy|N_Φ|N_M|paired``, and
+    ``|independent`` for judges modelled as independent: the text of one preference
+    configuration hashed into its ``config_id`` (the joint model's ids are the ones of files
+    written before the ``judge_model`` axis)."""
     kind: PairedKind = row["paired"]
     tail = f"separate|{int(row['n_rho_eta'])}" if kind.separate else kind.value
     rates = "|".join(
         repr(float(row[a])) for a in ("win", "tie", "accuracy", "tie_rate", "position_bias")
     )
+    model = "" if row["judge_model"] == JOINT else f"|{row['judge_model']}"
     return (
         f"preference|{rates}|{int(row['judges'])}|{float(row['copy_rate'])!r}|"
-        f"{int(row['n_phi'])}|{int(row['n_m'])}|{tail}"
+        f"{int(row['n_phi'])}|{int(row['n_m'])}|{tail}{model}"
     )
 
 
@@ -121,6 +134,15 @@ def preference_layout(configurations: pd.DataFrame) -> Layout:
     if len(judges) != 1:
         raise ValueError(f"preference configurations with {len(judges)} numbers of judges")
     return Layout(PREFERENCE_VALUES, int(judges[0]))
+
+
+def preference_independent_judges(configurations: pd.DataFrame) -> bool:
+    """Whether the posterior of configurations that share their ``judge_model`` takes the
+    judges as independent given the truth."""
+    models = pd.unique(configurations["judge_model"])
+    if len(models) != 1:
+        raise ValueError(f"preference configurations with {len(models)} judge models")
+    return models[0] == INDEPENDENT
 
 
 def preference_lane_designs(configurations: pd.DataFrame, replicates: int) -> CategoricalDesign:

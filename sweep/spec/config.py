@@ -31,6 +31,7 @@ from binmetric_sweep.kernels.estimators import (
 )
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.errors import SweepError, shown
+from binmetric_sweep.sweep.spec.categorical import JOINT, JUDGE_MODELS
 from binmetric_sweep.sweep.spec.rating_model import BINARY, PREFERENCE, RatingModel
 from binmetric_sweep.sweep.spec.values import canonical_number
 from binmetric_sweep.sweep.storage.columns import (
@@ -382,6 +383,20 @@ _DEFAULTS = {
 }
 
 
+def _judge_models(raw: Any) -> tuple[str, ...]:
+    """The ``judge_model`` axis: distinct names of :data:`JUDGE_MODELS`, in the order given."""
+    values = raw if isinstance(raw, list | tuple) else [raw]
+    allowed = ", ".join(JUDGE_MODELS)
+    if not values:
+        raise SweepError(f"grid.judge_model: the list is empty; allowed: {allowed}")
+    for value in values:
+        if value not in JUDGE_MODELS:
+            raise SweepError(f"grid.judge_model: {shown(value)} is not allowed; allowed: {allowed}")
+    if len(set(values)) != len(values):
+        raise SweepError(f"grid.judge_model: {list(values)} repeats a value")
+    return tuple(values)
+
+
 class PreferenceBlock(_Block):
     """One block of a preference grid: the Cartesian product of its axes.
 
@@ -389,7 +404,9 @@ class PreferenceBlock(_Block):
     ones), ``"known"`` (the judges' confusion is known, no paired set) or sizes (a
     separate paired set). ``tie_rate`` defaults to ⅓ (a guess is uniform over the three
     verdicts when ``position_bias`` is 0), ``position_bias`` and ``copy_rate`` to 0,
-    ``judges`` to 1.
+    ``judges`` to 1. ``judge_model`` (names of :data:`JUDGE_MODELS`, default joint) is the
+    posterior's model of several judges: their joint verdict, each true class's row of C a
+    distribution over all of them (any correlation), or independent given the truth.
     """
 
     axes: ClassVar[tuple[str, ...]] = PREFERENCE_AXES
@@ -400,6 +417,7 @@ class PreferenceBlock(_Block):
     position_bias: AxisSpec = _DEFAULTS["position_bias"]
     judges: AxisSpec = _DEFAULTS["judges"]
     copy_rate: AxisSpec = _DEFAULTS["copy_rate"]
+    judge_model: tuple[str, ...] = (JOINT,)
     n_phi: AxisSpec
     n_rho_eta: AxisSpec = SHARED_SPELLING
     n_m: AxisSpec
@@ -408,6 +426,8 @@ class PreferenceBlock(_Block):
     @classmethod
     def _normalise(cls, raw: Any, info) -> AxisSpec:
         field = info.field_name
+        if field == "judge_model":
+            return _judge_models(raw)
         if field == "n_rho_eta" and raw in (SHARED_SPELLING, KNOWN_SPELLING):
             return raw
         if isinstance(raw, str):
@@ -526,12 +546,6 @@ class SweepSpec(_Strict):
         human and one binary judge label per item)."""
         return BINARY
 
-    @property
-    def independent_judges(self) -> bool:
-        """Whether the posterior takes the judges as independent given the truth (binary
-        ratings have one judge)."""
-        return False
-
     def surface_settings(self) -> dict[str, str]:
         """The sweep's settings a surface row records beside ``counts`` and ``method``
         (the column registry's sweep columns of its rating model)."""
@@ -568,14 +582,22 @@ class SweepSpec(_Strict):
 class PreferenceSweepSpec(SweepSpec):
     """A validated sweep file with ``ratings: preference`` (:class:`PreferenceBlock` grids).
 
-    ``judge_model`` is the posterior's model of several judges: ``joint`` (the default:
-    each true class's row of C is a distribution over the judges' joint verdicts, any
-    correlation) or ``independent`` (the judges err independently given the truth).
+    The posterior's model of several judges is a grid axis (``judge_model``,
+    :class:`PreferenceBlock`).
     """
 
     ratings: Literal["preference"]
-    judge_model: Literal["joint", "independent"] = "joint"
     grid: tuple[PreferenceBlock, ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _judge_model_is_an_axis(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and "judge_model" in raw:
+            raise SweepError(
+                "judge_model: is a grid axis; give it in a block as a list, e.g. "
+                "judge_model: [joint, independent]"
+            )
+        return raw
 
     @model_validator(mode="after")
     def _check_preference(self) -> PreferenceSweepSpec:
@@ -602,12 +624,17 @@ class PreferenceSweepSpec(SweepSpec):
         """:data:`sweep.spec.rating_model.PREFERENCE`."""
         return PREFERENCE
 
-    @property
-    def independent_judges(self) -> bool:
-        return self.judge_model == "independent"
-
     def surface_settings(self) -> dict[str, str]:
-        return {"ratings": self.ratings, "judge_model": self.judge_model}
+        return {"ratings": self.ratings}
+
+    def canonical(self) -> dict:
+        """As :meth:`SweepSpec.canonical`; a block with the default ``judge_model`` leaves it
+        out, so that a file written before the axis existed keeps its digest."""
+        data = super().canonical()
+        for block in data["grid"]:
+            if block["judge_model"] == [JOINT]:
+                del block["judge_model"]
+        return data
 
 
 #: The sweep file's classes by their ``ratings`` value.

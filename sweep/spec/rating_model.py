@@ -66,6 +66,9 @@ class RatingModel(NamedTuple):
             counts have one layout.
         layout_columns: the configuration columns that set a lane's layout or model (a
             shard never spans a change of them, :func:`sweep.execution.shards.make_shards`).
+        independent_judges: ``configurations -> bool``: whether the posterior of
+            configurations that share their layout columns takes the judges as independent
+            given the truth; None for the binary model (one judge).
     """
 
     name: str
@@ -80,6 +83,7 @@ class RatingModel(NamedTuple):
     expand: Callable[..., pd.DataFrame] | None = None
     layout: Callable[[pd.DataFrame], Layout] | None = None
     layout_columns: tuple[str, ...] = ()
+    independent_judges: Callable[[pd.DataFrame], bool] | None = None
 
 
 def binary_id_text(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired: PairedKind) -> str:
@@ -132,5 +136,6 @@ PREFERENCE = RatingModel(
     columns="categorical",
     expand=categorical.expand_preference_grid,
     layout=categorical.preference_layout,
-    layout_columns=("judges", "confusion_known"),
+    layout_columns=("judges", "confusion_known", "judge_model"),
+    independent_judges=categorical.preference_independent_judges,
 )

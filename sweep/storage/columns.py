@@ -336,6 +336,17 @@ _REGISTRY: tuple[Column, ...] = (
         model="categorical",
     ),
     _axis(
+        "judge_model",
+        "string",
+        "configuration",
+        "the posterior's model of the judges: joint (their joint verdict, any correlation) "
+        "or independent given the truth (joint for one judge or a known confusion)",
+        "judge model",
+        symbol="judge model",
+        grid=True,
+        model="categorical",
+    ),
+    _axis(
         "n_phi",
         "int64",
         "configuration",
@@ -419,14 +430,6 @@ _REGISTRY: tuple[Column, ...] = (
         "sweep",
         "what is rated, as in the sweep file (preference)",
         "ratings",
-        model="categorical",
-    ),
-    _axis(
-        "judge_model",
-        "string",
-        "sweep",
-        "the posterior's judges: joint (any correlation) or independent given the truth",
-        "judge model",
         model="categorical",
     ),
     Column(

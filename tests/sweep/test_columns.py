@@ -163,7 +163,7 @@ def test_the_axis_lists_are_the_registrys():
     assert set(tables.AXES) | set(tables.CATEGORY_COLUMNS) == {
         c.name for c in columns_of(SURFACE, columns.ANY_MODEL) if c.role == "axis"
     }
-    assert tables.CATEGORY_COLUMNS == ("counts", "method", "ratings", "judge_model", "estimator")
+    assert tables.CATEGORY_COLUMNS == ("judge_model", "counts", "method", "ratings", "estimator")
     assert set(tables.REPLICATE_VALUES) >= {"coverage", "bias_sd", "se_ratio"}
     assert tables.INTERVAL_VALUES == {"eps", "se_mean", "width_mean", "coverage"}
 

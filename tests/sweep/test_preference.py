@@ -15,6 +15,7 @@ from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.execution.shards import make_shards
 from binmetric_sweep.sweep.spec.config import load_sweep, spec_digest, spec_from_canonical
 from binmetric_sweep.sweep.spec.grid import expand_grid
+from binmetric_sweep.sweep.spec.rating_model import PREFERENCE as PREFERENCE_MODEL
 from binmetric_sweep.sweep.storage.columns import FITS, SURFACE, names
 
 from .helpers import tiny
@@ -50,8 +51,9 @@ def grid(**axes) -> dict:
 
 def test_a_preference_sweep_reads_its_axes_and_defaults():
     spec = load_sweep(preference())
-    assert spec.rating_model.name == "preference" and spec.judge_model == "joint"
+    assert spec.rating_model.name == "preference"
     (block,) = spec.grid
+    assert block.judge_model == ("joint",)
     assert block.tie_rate == (0.333333333333,) and block.n_rho_eta == "n_phi"
     assert spec_from_canonical(spec.canonical()) == spec
     assert spec.canonical()["ratings"] == "preference"
@@ -73,7 +75,9 @@ def test_a_preference_sweep_reads_its_axes_and_defaults():
         (grid(accuracy=[1.2]), "grid.accuracy: value 1.2 is out of range; allowed: numbers in"),
         (preference(ratings="prefs"), "ratings: 'prefs' is not allowed; allowed: binary, pref"),
         (preference(method="quadrature", estimators=["bayes"]), "method: 'quadrature' applies"),
-        (preference(judge_model="both"), "judge_model: Input should be 'joint' or 'independent'"),
+        (preference(judge_model="joint"), "judge_model: is a grid axis; give it in a block"),
+        (grid(judge_model=["both"]), "grid.judge_model: 'both' is not allowed; allowed: joint, "),
+        (grid(judge_model=[]), "grid.judge_model: the list is empty"),
     ],
 )
 def test_bad_preference_values_name_their_field(changes, message):
@@ -91,7 +95,8 @@ def test_configurations_are_the_registry_s_with_theta_and_no_copy_for_one_judge(
     assert tuple(table.columns) == (
         "config_id",
         *("theta", "win", "tie", "accuracy", "tie_rate", "position_bias", "judges"),
-        *("copy_rate", "n_phi", "n_rho_eta", "confusion_known", "shared_paired", "n_m"),
+        *("copy_rate", "judge_model", "n_phi", "n_rho_eta", "confusion_known"),
+        *("shared_paired", "n_m"),
     )
     # One judge copies no one: 2 accuracies × 2 biases × (1 + 2 copy rates of 2 judges).
     assert len(table) == 12 and (table.loc[table.judges == 1, "copy_rate"] == 0).all()
@@ -105,11 +110,36 @@ def test_configurations_are_the_registry_s_with_theta_and_no_copy_for_one_judge(
     assert not set(known.config_id) & set(table.config_id)
 
 
-def test_a_shard_never_mixes_numbers_of_judges():
+def test_judge_model_is_an_axis_that_keeps_the_joint_model_s_ids_and_digest():
     table = expand_grid(load_sweep(preference()))
-    shards = make_shards(table, 3, ("judges", "confusion_known"))
+    both = load_sweep(grid(judge_model=["joint", "independent"]))
+    wide = expand_grid(both)
+    # One judge's verdict is its own joint verdict: only two judges' configurations double.
+    assert len(wide) == len(table) + (table.judges == 2).sum()
+    assert set(wide.loc[wide.judges == 1, "judge_model"]) == {"joint"}
+    joint = wide[wide.judge_model == "joint"]
+    assert joint.config_id.tolist() == table.config_id.tolist()
+    assert spec_digest(load_sweep(grid(judge_model=["joint"]))) == spec_digest(
+        load_sweep(preference())
+    )
+    assert spec_from_canonical(both.canonical()) == both
+    known = expand_grid(load_sweep(grid(judge_model=["independent"], n_rho_eta="known")))
+    assert set(known.judge_model) == {"joint"}  # a known confusion is no model's to estimate
+    independent = wide[wide.judge_model == "independent"]
+    assert PREFERENCE_MODEL.independent_judges(independent)
+    assert not PREFERENCE_MODEL.independent_judges(joint)
+    with pytest.raises(ValueError, match="2 judge models"):
+        PREFERENCE_MODEL.independent_judges(wide)
+
+
+def test_a_shard_never_mixes_numbers_of_judges_or_judge_models():
+    table = expand_grid(load_sweep(grid(judge_model=["joint", "independent"])))
+    shards = make_shards(table, 3, PREFERENCE_MODEL.layout_columns)
     assert sum(len(s.configurations) for s in shards) == len(table)
     assert all(s.configurations.judges.nunique() == 1 for s in shards)
+    assert all(s.configurations.judge_model.nunique() == 1 for s in shards)
+    table = expand_grid(load_sweep(preference()))
+    shards = make_shards(table, 3, PREFERENCE_MODEL.layout_columns)
     assert all(len(s.configurations) <= 3 for s in shards)
     order = pd.concat([s.configurations for s in shards]).config_id.tolist()
     assert order == table.config_id.tolist()
@@ -180,21 +210,26 @@ def test_the_classical_estimators_are_unbiased_where_they_should_be(estimators_r
 def test_the_posterior_runs_through_a_preference_sweep_with_its_sampler_health(tmp_path):
     """bayes's fits carry θ's posterior and the sampler's health into both tables; its
     intervals are central and hold the posterior mean (the sampler itself is checked
-    against a Gibbs sampler in tests/kernels/test_categorical_nuts.py)."""
+    against a Gibbs sampler in tests/kernels/test_categorical_nuts.py). Two judges modelled
+    as independent: the shard's judge model reaches the sampler."""
     sweep = preference(
-        replicates=6,
+        replicates=4,
         estimators=["bayes", "ppi"],
         sampler={"chains": 2, "warmup": 150, "samples": 150},
-        grid={**PREFERENCE["grid"], "accuracy": [0.8], "position_bias": [0.5], "judges": [1]},
+        grid={
+            **PREFERENCE["grid"],
+            **{"accuracy": [0.8], "position_bias": [0.5], "judges": [2], "copy_rate": [0.0]},
+            "judge_model": ["independent"],
+        },
     )
-    del sweep["grid"]["copy_rate"]
     api.run(sweep, tmp_path / "out")
     fits = api.load_fits(tmp_path / "out", estimator="bayes")
-    assert len(fits) == 6 and fits.applicable.all() and not fits.exact.any()
+    assert len(fits) == 4 and fits.applicable.all() and not fits.exact.any()
     assert ((fits.ci_low < fits.estimate) & (fits.estimate < fits.ci_high)).all()
     assert (fits.rhat < 1.1).all() and (fits.ess > 20).all() and (fits.steps > 0).all()
     surface = api.load_surface(tmp_path / "out", estimator="bayes")
     assert set(surface.method) == {"nuts"} and (surface.rhat_max < 1.1).all()
+    assert set(surface.judge_model) == {"independent"}
     ppi = api.load_fits(tmp_path / "out", estimator="ppi")
     # The same counts for every estimator of a lane.
     assert [list(h) for h in ppi.human] == [list(h) for h in fits.human]
