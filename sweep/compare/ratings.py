@@ -114,6 +114,9 @@ __all__ = [
     "counts_from_ratings",
     "counts_table",
     "ratings_from_frame",
+    "count_values",
+    "names_column",
+    "read_frame",
     "read_ratings",
 ]
 
@@ -359,6 +362,27 @@ def read_ratings(
     """
     annotators, judges = _policies(annotators, judges)
     source = os.fspath(path)
+    frame, names = read_frame(path, _select)
+    if "human" in frame.columns:
+        ratings = counts_from_ratings(frame, source, annotators=annotators, judges=judges)
+    else:
+        ratings = counts_table(frame, source, annotators=annotators, judges=judges)
+    ignored = tuple(str(n) for n in names if n not in frame.columns)
+    return ratings._replace(reading=replace(ratings.reading, ignored=ignored))
+
+
+def read_frame(
+    path: str | os.PathLike, select: Callable[[Sequence[str], str], Sequence[str]]
+) -> tuple[pd.DataFrame, list]:
+    """The columns ``select`` picks of a ratings file, and the names of all its columns.
+
+    ``select(columns, source)`` returns the columns to read (or raises a SweepError naming
+    the file, ``source``, as given in ``path``). The format follows the suffix: CSV and TSV
+    columns are read as text (dictionary-encoded where ``human`` is among them), Parquet's
+    and JSON Lines' with their types. Raises :class:`SweepError` on a file that is missing,
+    empty, of an unknown format or unreadable (one line naming it).
+    """
+    source = os.fspath(path)
     file = Path(path)
     _check_file(file, source)
     fmt = _FORMATS.get(file.suffix.lower())
@@ -366,17 +390,24 @@ def read_ratings(
         allowed = ", ".join(_FORMATS)
         raise SweepError(f"{source}: unknown format {file.suffix!r}; allowed: {allowed}")
     if fmt == "Parquet":
-        frame, names = _read_parquet(file, source)
-    elif fmt == "JSON Lines":
-        frame, names = _read_json_lines(file, source)
-    else:
-        frame, names = _read_csv(file, source, "\t" if fmt == "TSV" else ",")
-    if "human" in frame.columns:
-        ratings = counts_from_ratings(frame, source, annotators=annotators, judges=judges)
-    else:
-        ratings = counts_table(frame, source, annotators=annotators, judges=judges)
-    ignored = tuple(str(n) for n in names if n not in frame.columns)
-    return ratings._replace(reading=replace(ratings.reading, ignored=ignored))
+        return _read_parquet(file, source, select)
+    if fmt == "JSON Lines":
+        return _read_json_lines(file, source, select)
+    return _read_csv(file, source, "\t" if fmt == "TSV" else ",", select)
+
+
+def names_column(values: pd.Series, column: str, source: str) -> tuple[np.ndarray, list[str]]:
+    """Each row's code and the distinct names of a ``system`` or ``item`` column, as a
+    ratings table reads them (module docstring: names are text, stripped; a whole number
+    in a typed column its digits); raises at the first row empty or not a name."""
+    return _names_column(values, column, source)
+
+
+def count_values(values: pd.Series, column: str, source: str) -> np.ndarray:
+    """A counts column as int64, as a counts table reads it (a whole number ≥ 0, as an
+    integer, a whole float or its text); raises at the first entry that is not one, naming
+    its row and ``column``."""
+    return _count_values(values, column, source)
 
 
 def ratings_from_frame(
@@ -540,7 +571,7 @@ def _check_file(file: Path, source: str) -> None:
         raise SweepError(f"{source}: empty (no rows)")
 
 
-def _read_csv(file: Path, source: str, delimiter: str) -> tuple[pd.DataFrame, list]:
+def _read_csv(file: Path, source: str, delimiter: str, select) -> tuple[pd.DataFrame, list]:
     """Return the needed columns of a CSV file, as text (labels and names as categoricals),
     and the names of all its columns."""
     # Free-text columns (annotator comments) may hold quoted line breaks; without
@@ -554,7 +585,7 @@ def _read_csv(file: Path, source: str, delimiter: str) -> tuple[pd.DataFrame, li
         raise SweepError(f"{source}: unreadable as {kind} (its header is not UTF-8 text)") from exc
     except (pa.ArrowException, OSError) as exc:
         raise SweepError(f"{source}: unreadable as {kind} ({_why(exc)})") from exc
-    columns = _select(names, source)
+    columns = select(names, source)
     # Dictionary-encoded text: labels and names repeat, and pandas gets categoricals,
     # which it builds and factorizes without making a Python string per row.
     text = pa.dictionary(pa.int32(), pa.string()) if "human" in columns else pa.string()
@@ -569,12 +600,12 @@ def _read_csv(file: Path, source: str, delimiter: str) -> tuple[pd.DataFrame, li
     return table.to_pandas(), names
 
 
-def _read_parquet(file: Path, source: str) -> tuple[pd.DataFrame, list]:
+def _read_parquet(file: Path, source: str, select) -> tuple[pd.DataFrame, list]:
     """Return the needed columns of a Parquet file, with their stored types, and the names of
     all its columns."""
     try:
         names = pq.read_schema(file).names
-        columns = _select(names, source)
+        columns = select(names, source)
         table = pq.read_table(file, columns=list(columns))
         table.validate(full=True)  # text that is not UTF-8, from a careless writer
     except (pa.ArrowException, OSError) as exc:
@@ -582,7 +613,7 @@ def _read_parquet(file: Path, source: str) -> tuple[pd.DataFrame, list]:
     return table.to_pandas(ignore_metadata=True), names
 
 
-def _read_json_lines(file: Path, source: str) -> tuple[pd.DataFrame, list]:
+def _read_json_lines(file: Path, source: str, select) -> tuple[pd.DataFrame, list]:
     """Return the needed columns of a JSON Lines file (one object per line; blank lines
     skipped), and the names of all its columns.
 
@@ -600,7 +631,7 @@ def _read_json_lines(file: Path, source: str) -> tuple[pd.DataFrame, list]:
         except (ValueError, TypeError, OSError) as exc:
             why = _bad_json_line(file) or f"unreadable as JSON Lines ({_why(exc)})"
             raise SweepError(f"{source}: {why}") from exc
-    return frame[list(_select(frame.columns, source))], list(frame.columns)
+    return frame[list(select(frame.columns, source))], list(frame.columns)
 
 
 def _bad_json_line(file: Path) -> str | None:
