@@ -15,6 +15,7 @@ from dataclasses import replace
 import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
+from binmetric_sweep.sweep.compare.categorical import compare_classes
 from binmetric_sweep.sweep.compare.options import CompareOptions, Method, options_of
 from binmetric_sweep.sweep.compare.ratings import ratings_from_frame, read_ratings
 from binmetric_sweep.sweep.errors import SweepError
@@ -38,6 +39,10 @@ FIELDS = (
     "judges",
     "progress",
     "estimator",
+    "classes",
+    "judge_columns",
+    "judge_model",
+    "nuts",
 )
 
 
@@ -79,6 +84,11 @@ def compare(
     estimator cannot test has ``significant`` NA (a nullable boolean column),
     not False.
 
+    ``classes`` (:class:`~.classes.Classes`, or ``--classes``' text: ``worse,tie,better``,
+    ``1,2,3,4,5``, ``B=0,tie=0.5,A=1``) reads K-class labels instead of binary ones, with
+    ``judge_columns`` and ``judge_model`` (:mod:`~.categorical`; ``nuts`` the sampler's
+    settings, the sweeps' defaults if None): θ = vᵀπ for α, from NUTS draws.
+
     Raises:
         SweepError: bad input (one line naming the file, row and column, or the option).
         TypeError: both ``options`` and fields, or a field not one of :data:`FIELDS`.
@@ -87,6 +97,8 @@ def compare(
     o = options_of(options, fields, "compare", FIELDS)
     # Compiled programs kept for the next run, as ``sweep run`` keeps them.
     use_compilation_cache(DEFAULT, strict=False)
+    if o.classes is not None:
+        return compare_classes(ratings, o, o.nuts)
     if isinstance(ratings, pd.DataFrame):
         counts, reading = ratings_from_frame(ratings, **o.label_policies)
     else:

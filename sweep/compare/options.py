@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from numbers import Integral
 
 from binmetric_sweep.kernels.estimators import POSTERIOR, Estimator
+from binmetric_sweep.kernels.nuts import NUTSSettings
 from binmetric_sweep.sweep.compare.analysis import (
     NO_ADJUSTMENT,
     PER_SYSTEM,
@@ -34,6 +35,7 @@ from binmetric_sweep.sweep.compare.analysis import (
     comparison_settings,
     parse_options,
 )
+from binmetric_sweep.sweep.compare.classes import JOINT, Classes, JudgeModel
 from binmetric_sweep.sweep.compare.next_ratings import NextRatingsPlan
 from binmetric_sweep.sweep.compare.ratings import REFUSE, LabelPolicy
 from binmetric_sweep.sweep.errors import SweepError
@@ -63,6 +65,13 @@ class CompareOptions:
         next_ratings: what the plans of what to rate next are asked for; None: no plans
             (no ``--cost-metric``).
         progress: whether the quadrature's stages are shown on standard error.
+        classes: the K classes of a K-class comparison (``--classes``); None: binary
+            labels (every other field below is read only with classes).
+        judge_columns: the judges' columns of a K-class ratings table
+            (``--judge-columns``); None: the default rule (:mod:`~.categorical_ratings`).
+        judge_model: how the K-class posterior models several judges (``--judge-model``).
+        nuts: the K-class posterior's sampler settings; None: the sweeps' defaults
+            (:data:`~.categorical.NUTS_SETTINGS`, 4 chains × (500 + 1000)). Python only.
     """
 
     rates: RateModel = PER_SYSTEM
@@ -76,6 +85,10 @@ class CompareOptions:
     judge_policy: LabelPolicy = REFUSE
     next_ratings: NextRatingsPlan | None = None
     progress: bool = False
+    classes: Classes | None = None
+    judge_columns: tuple[str, ...] | None = None
+    judge_model: JudgeModel = JOINT
+    nuts: NUTSSettings | None = None
 
     @classmethod
     def of(
@@ -94,12 +107,19 @@ class CompareOptions:
         judges: str | LabelPolicy = REFUSE.name,
         progress: bool = False,
         estimator: str | Estimator = POSTERIOR.name,
+        classes: str | Classes | None = None,
+        judge_columns: str | tuple[str, ...] | None = None,
+        judge_model: str | JudgeModel | None = None,
+        nuts: NUTSSettings | None = None,
     ) -> CompareOptions:
         """The options that the keywords of :func:`~binmetric_sweep.sweep.compare.compare`
         name, each checked once: the rate model, the adjustment, γ and the level; the label
         policies; the estimators, and that a plan of what to rate next is asked of the
         posterior alone; the method, the seed; the plan's costs and power (read only with
-        ``cost_metric``, as without it there is no plan).
+        ``cost_metric``, as without it there is no plan). With ``classes`` (K-class labels:
+        :class:`~.classes.Classes` or ``--classes``' text) also the judges' columns (a list,
+        or their names joined by commas) and the judge model; ``--rates shared`` and
+        ``--cost-metric`` are refused with classes, and the judges' options without them.
 
         Raises:
             SweepError: an option out of range or not registered (one line naming its flag).
@@ -119,6 +139,9 @@ class CompareOptions:
         plan = None
         if cost_metric is not None:
             plan = NextRatingsPlan.of(cost_metric, cost_human, power)
+        classes, judge_columns, judge_model = _class_options(
+            classes, judge_columns, judge_model, model, cost_metric
+        )
         return cls(
             rates=model,
             gamma=float(gamma),
@@ -131,6 +154,10 @@ class CompareOptions:
             judge_policy=judge_policy,
             next_ratings=plan,
             progress=bool(progress),
+            classes=classes,
+            judge_columns=judge_columns,
+            judge_model=judge_model,
+            nuts=nuts,
         )
 
     @property
@@ -201,6 +228,35 @@ def options_of(
             f"(got options and {', '.join(fields)})"
         )
     return options
+
+
+def _class_options(classes, judge_columns, judge_model, rates, cost_metric):
+    """``classes``, the judges' columns and the judge model, parsed; the options that K
+    classes do not take, and the judges' options without classes, refused."""
+    if classes is None:
+        for flag, given in (("--judge-columns", judge_columns), ("--judge-model", judge_model)):
+            if given is not None:
+                raise SweepError(f"{flag}: needs --classes (K-class labels)")
+        return None, None, JOINT
+    classes = Classes.of(classes)
+    if rates is not PER_SYSTEM:
+        raise SweepError(
+            f"--rates: {rates.name} is not built for K classes (one confusion shared by all "
+            "systems); use --rates per-system"
+        )
+    if cost_metric is not None:
+        raise SweepError("--cost-metric: plans binary ratings; not with --classes")
+    if isinstance(judge_columns, str):
+        judge_columns = tuple(c.strip() for c in judge_columns.split(","))
+    elif judge_columns is not None:
+        judge_columns = tuple(str(c).strip() for c in judge_columns)
+    if judge_columns is not None and not all(judge_columns):
+        raise SweepError(
+            f"--judge-columns: {','.join(judge_columns)!r} names an empty column; give "
+            "column names joined by commas"
+        )
+    model = JOINT if judge_model is None else JudgeModel.of(judge_model)
+    return classes, judge_columns, model
 
 
 def _posterior_only(estimators: tuple[Estimator, ...]) -> bool:

@@ -84,6 +84,9 @@ METHOD_WORDS = {"quadrature": "exact posterior (quadrature)", "nuts": "posterior
 
 def _rate_words(settings: dict) -> str:
     """The settings' rate model in words (:attr:`~.analysis.RateModel.description`)."""
+    if "classes" in settings:  # a K-class comparison (sweep.compare.categorical)
+        model = settings["judge_model"]
+        return f"each system's own class shares and judges' confusion ({model} judges)"
     model = RATE_MODELS.get(settings["rates"])
     return settings["rates"] if model is None else model.description
 
@@ -105,6 +108,8 @@ def comparison_text(result: Comparison) -> str:
     """The systems (best first) and the pairs, for a terminal."""
     if not is_posterior(result.settings.get("estimator", POSTERIOR.name)):
         return _estimators_text(result)
+    if "classes" in result.settings:
+        return _classes_text(result)
     s = result.settings
     level = f"{100 * s['level']:g} %"
     adjusted = _adjusted(s)
@@ -181,13 +186,12 @@ def _next(result: Comparison) -> list[str]:
     return out
 
 
-def _matrix(result: Comparison) -> list[str]:
-    """The published layout: row a, column b, each cell ``diff (P(α_a > α_b))``."""
+def _matrix(result: Comparison, mean_column: str = "alpha_mean", symbol: str = "α") -> list[str]:
+    """The published layout: row a, column b, each cell ``diff (P(α_a > α_b))`` (θ for α in
+    a K-class comparison: ``mean_column`` and ``symbol``)."""
     systems = result.systems
-    names = [
-        f"{n} ({m:.2f})" for n, m in zip(systems["system"], systems["alpha_mean"], strict=True)
-    ]
-    mean = systems["alpha_mean"].to_numpy()
+    names = [f"{n} ({m:.2f})" for n, m in zip(systems["system"], systems[mean_column], strict=True)]
+    mean = systems[mean_column].to_numpy()
     adjusted = _adjusted(result.settings)
     shown = _pair_matrix(result, "p_adjusted") if adjusted else result.p_better
     significant = _significant_matrix(result)
@@ -211,13 +215,14 @@ def _matrix(result: Comparison) -> list[str]:
     g = result.settings["gamma"]
     if adjusted:
         out.append(
-            f"cell: row's α − column's α, posterior mean ({adjusted.value_name} two-sided tail "
-            f"2·min(P, 1 − P), P = P(row's α > column's α)); * adjusted value ≤ γ = {g:g}"
+            f"cell: row's {symbol} − column's {symbol}, posterior mean ({adjusted.value_name} "
+            f"two-sided tail 2·min(P, 1 − P), P = P(row's {symbol} > column's {symbol})); "
+            f"* adjusted value ≤ γ = {g:g}"
         )
     else:
         out.append(
-            f"cell: row's α − column's α, posterior mean (P(row's α > column's α)); "
-            f"* significant at γ = {g:g} (two-sided)"
+            f"cell: row's {symbol} − column's {symbol}, posterior mean "
+            f"(P(row's {symbol} > column's {symbol})); * significant at γ = {g:g} (two-sided)"
         )
     return out
 
@@ -269,7 +274,7 @@ def _estimators_text(result: Comparison) -> str:
         + f"; {_rate_words(s)}; {level} intervals; γ = {s['gamma']:g}"
         + (f", {adjusted.header}" if adjusted else ""),
         "pairs of a classical estimator: two-sided z-test of the difference of the estimates; "
-        "bayes: P(a's α > b's α)",
+        f"bayes: P(a's {_symbol(s)} > b's {_symbol(s)})",
     ]
     if result.reading is not None:
         head.insert(0, result.reading.summary())
@@ -302,6 +307,52 @@ def _estimators_text(result: Comparison) -> str:
                 f"  {row.a} vs {row.b}: diff {signed(row.diff_mean, 3)}, p = {row.p_value:.3g}"
                 f"{extra}" + (" *" if row.significant else "")
             )
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _symbol(settings: dict) -> str:
+    """What is estimated: α, or θ = vᵀπ in a K-class comparison (its settings name classes)."""
+    return "θ" if "classes" in settings else "α"
+
+
+def _classes_text(result: Comparison) -> str:
+    """A K-class comparison's posterior (:mod:`~.categorical`): the systems with θ and their
+    sampler health, then the pairs as :func:`comparison_text` shows binary ones."""
+    s = result.settings
+    level = f"{100 * s['level']:g} %"
+    adjusted = _adjusted(s)
+    values = ", ".join(f"{n} = {v:g}" for n, v in zip(s["classes"], s["values"], strict=True))
+    head = [
+        result.reading.summary() if result.reading is not None else "",
+        f"{len(result.systems)} systems; {_rate_words(s)}; posterior draws (NUTS, "
+        f"{s['chains']} chains × ({s['warmup']} + {s['draws'] // s['chains']})); "
+        f"γ = {s['gamma']:g}" + (f", {adjusted.header}" if adjusted else ""),
+        f"theta: θ = Σ v_k π_k, the mean class value ({values}; posterior mean); sd: its "
+        "posterior SD; human counts every human rating, paired those the judges also rated, "
+        "judge those only the judges rated; rhat, ess: sampler health",
+    ]
+    systems = result.systems
+    width = max(6, *(len(str(n)) for n in systems["system"]))
+    lines = [
+        *(h for h in head if h),
+        "",
+        f"{'system':<{width}}  {'theta':>6}  {'sd':>6}  {level + ' interval':>16}  "
+        f"{'outputs':>8}  {'human':>7}  {'paired':>7}  {'judge':>8}  {'rhat':>5}  {'ess':>6}",
+    ]
+    for row in systems.itertuples():
+        lines.append(
+            f"{row.system:<{width}}  {row.theta_mean:6.3f}  {row.theta_sd:6.3f}  "
+            f"{f'[{row.ci_low:.3f}, {row.ci_high:.3f}]':>16}  "
+            f"{row.n_outputs:>8,}  {row.n_human:>7,}  {row.n_paired:>7,}  {row.n_metric:>8,}  "
+            f"{row.rhat:5.3f}  {row.ess:6.0f}"
+        )
+    lines.append("")
+    if len(systems) <= MATRIX_MAX_SYSTEMS:
+        lines += _matrix(result, "theta_mean", "θ")
+    elif len(systems) <= LISTED_MAX_SYSTEMS:
+        lines += _not_significant(result)
+    else:
+        lines += _leaderboard(result)
     return "\n".join(line.rstrip() for line in lines)
 
 
