@@ -177,7 +177,8 @@ def class_posterior(data: ClassCounts, options, nuts: NUTSSettings | None = None
     draws = jax.device_get(program(system_keys(o.seed, data.systems), counts, s))
     fits = sampled_fits(draws, s, o.level)
     theta = np.asarray(draws.alpha).reshape(s, -1)  # (S, chains × samples)
-    p = np.mean(theta[:, None, :] > theta[None, :, :], axis=2)
+    # Row by row: S × S × draws at once would not fit for a leaderboard of thousands.
+    p = np.stack([np.mean(row > theta, axis=1) for row in theta])
     np.fill_diagonal(p, 0.5)
     order = np.argsort(-fits.post_mean, kind="stable")
     systems = system_counts(data).iloc[order].reset_index(drop=True)
