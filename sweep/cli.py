@@ -202,9 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--replicates",
         type=_count,
-        default=400,
+        default=None,
         metavar="N",
-        help="campaigns simulated to check the power and type-I rate; 0 skips (default 400)",
+        help="campaigns simulated to check the power and type-I rate; 0 skips (default 400); "
+        "with --ratings preference, bayes is simulated only when N is given (3N NUTS fits, "
+        "about 0.3 fits/s on a 2-core CPU)",
     )
     plan.add_argument(
         "--seed",
@@ -221,6 +223,23 @@ def build_parser() -> argparse.ArgumentParser:
         "each plan simulated with its own estimator",
     )
     plan.add_argument("--json", action="store_true", help="one JSON object per scenario")
+    plan.add_argument(
+        "--ratings",
+        choices=("binary", "preference"),
+        default="binary",
+        help="binary (adequate or not, the default: --alpha, --rho, --eta, --cost-metric) or "
+        "preference (A better, tie, B better; θ = A's win rate with ties counted half: "
+        "--win, --tie, --accuracy, ... below, --cost-judge)",
+    )
+    for name, metavar, text in PREFERENCE_PLAN_OPTIONS:
+        kind = str if name in ("cost_judge", "judges") else float
+        plan.add_argument(f"--{name.replace('_', '-')}", type=kind, metavar=metavar, help=text)
+    plan.add_argument(
+        "--no-nuts-check",
+        action="store_true",
+        help="with --ratings preference: plan bayes by its asymptotic SD alone, without "
+        "measuring the posterior SD by NUTS at the plan (a minute or more on CPU)",
+    )
     _compare_parser(commands)
     plan.add_argument("-o", "--output", metavar="FILE.png", help="draw the frontier (needs --eps)")
     return parser
@@ -420,6 +439,42 @@ PLAN_OPTIONS = (
 #: ``sweep plan`` flags that describe a scenario (the fields of ``sweep.plan.PlanSpec``).
 PLAN_FIELDS = tuple(name for name, _, _ in PLAN_OPTIONS)
 
+#: ``sweep plan --ratings preference``'s own scenario options (checked by
+#: ``sweep.plan.preference_spec.PreferencePlanSpec``, whose errors name the option).
+PREFERENCE_PLAN_OPTIONS = (
+    ("win", "W", "preference: share of items on which A (shown first) is better, in (0, 1)"),
+    ("tie", "T", "preference: share on which A and B tie, in [0, 1), win + tie < 1"),
+    ("accuracy", "A", "preference: probability a judge knows the answer (else guesses), [0, 1]"),
+    ("tie_rate", "T", "preference: a guessing judge's probability of 'tie', [0, 1] (default ⅓)"),
+    (
+        "position_bias",
+        "B",
+        "preference: a guess's lean towards A, the side shown first, in [-1, 1] (default 0)",
+    ),
+    ("judges", "J", "preference: judges rating every item, 1 to 3 (default 1)"),
+    (
+        "copy_rate",
+        "C",
+        "preference: how often a later judge repeats judge 1's verdict, [0, 1] (default 0)",
+    ),
+    (
+        "cost_judge",
+        "C[,C...]",
+        "preference: price of one judge verdict in --cost-human units, one value (every "
+        "judge's) or one per judge (0.01,0.02); required",
+    ),
+)
+
+#: The scenario fields of ``sweep plan --ratings preference``: its own and the shared ones.
+PREFERENCE_PLAN_FIELDS = tuple(name for name, _, _ in PREFERENCE_PLAN_OPTIONS) + (
+    "eps",
+    "budget",
+    "gamma",
+    "power",
+    "cost_human",
+    "n_rho_eta",
+)
+
 
 def _run(args) -> None:
     from binmetric_sweep.sweep.api import run
@@ -507,6 +562,14 @@ def _plot(args) -> None:
 
 
 def _plan(args) -> int:
+    if args.ratings == "preference":
+        return _plan_preference(args)
+    own = [n for n, _, _ in PREFERENCE_PLAN_OPTIONS if getattr(args, n) is not None]
+    if own or args.no_nuts_check:
+        flag = own[0].replace("_", "-") if own else "no-nuts-check"
+        raise SweepError(f"--{flag}: a preference campaign's; give --ratings preference")
+    if args.replicates is None:
+        args.replicates = 400
     from binmetric_sweep.sweep.display.plots import check_image_path
     from binmetric_sweep.sweep.execution.estimates import estimators_of_option
     from binmetric_sweep.sweep.plan import (
@@ -576,6 +639,36 @@ def _plan(args) -> int:
         path = plot_frontier(plans[0], args.output)
         print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
     return _plan_status(plans)
+
+
+def _plan_preference(args) -> int:
+    from binmetric_sweep.kernels.nuts import NUTSSettings
+    from binmetric_sweep.sweep.execution.estimates import estimators_of_option
+    from binmetric_sweep.sweep.plan.categorical import plan_preference
+    from binmetric_sweep.sweep.plan.preference_spec import flag_preference_spec
+
+    binary = [f for f in ("alpha", "rho", "eta", "cost_metric") if getattr(args, f) is not None]
+    refused = [f"--{f.replace('_', '-')}" for f in binary]
+    refused += [flag for flag, given in (("--grid", args.grid), ("--pilot", args.pilot)) if given]
+    if refused:
+        raise SweepError(f"{refused[0]}: a binary campaign's; not with --ratings preference")
+    if args.output:
+        raise SweepError("-o: draws the binary posterior's frontier; not with --ratings preference")
+    given = {f: getattr(args, f) for f in PREFERENCE_PLAN_FIELDS if getattr(args, f) is not None}
+    for required in ("win", "tie", "accuracy", "cost_judge"):
+        if required not in given:
+            raise SweepError(f"--{required.replace('_', '-')}: required with --ratings preference")
+    spec = flag_preference_spec(given)
+    chosen = estimators_of_option(args.estimator)
+    plans = plan_preference(
+        spec,
+        chosen,
+        replicates=args.replicates,
+        seed=args.seed,
+        nuts=None if args.no_nuts_check else NUTSSettings(),
+    )
+    print(plans.json() if args.json else "\n".join(plans.lines()))
+    return 0 if plans.reachable else UNREACHABLE_STATUS
 
 
 def _compare(args) -> None:

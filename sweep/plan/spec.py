@@ -37,6 +37,7 @@ __all__ = [
     "load_plan_grid",
     "plan_paired",
     "problems",
+    "validated_fields",
 ]
 
 #: N_M standing for "unlimited metric ratings" (the largest size a sweep accepts).
@@ -153,9 +154,9 @@ class PlanSpec(BaseModel):
         return self.cost_human * n_phi + self.cost_metric * n_m + self.fixed_cost()
 
 
-def _allowed(name: str) -> str:
+def _allowed(name: str, model: type[BaseModel] = PlanSpec) -> str:
     """A field's allowed range as an interval: ``(0, 1)``, ``[0.5, 1)``, ``> 0``."""
-    bounds = {type(m).__name__: m for m in PlanSpec.model_fields[name].metadata}
+    bounds = {type(m).__name__: m for m in model.model_fields[name].metadata}
     low = bounds.get("Gt") or bounds.get("Ge")
     high = bounds.get("Lt") or bounds.get("Le")
     left = "(" if "Gt" in bounds else "["
@@ -172,36 +173,46 @@ _OUT_OF_RANGE = ("greater_than", "greater_than_equal", "less_than", "less_than_e
 _NOT_A_NUMBER = ("float_parsing", "float_type", "finite_number")
 
 
-def _refusal(err: ValidationError, name: Callable[[str], str]) -> str:
-    """One line for a :class:`PlanSpec`'s first validation error, each field called by
-    ``name`` (``--rho`` for a flag, ``rho`` for an argument, ``scenarios[1].rho`` in a grid):
-    ``rho: 1.2 is out of range; allowed: [0, 1]``."""
+def _refusal(
+    err: ValidationError, name: Callable[[str], str], model: type[BaseModel] = PlanSpec
+) -> str:
+    """One line for a scenario's (a :class:`PlanSpec`, or another ``model`` of plan fields)
+    first validation error, each field called by ``name`` (``--rho`` for a flag, ``rho`` for
+    an argument, ``scenarios[1].rho`` in a grid): ``rho: 1.2 is out of range; allowed: [0,
+    1]``."""
     first = err.errors(include_url=False)[0]
     field = str(first["loc"][0]) if first["loc"] else ""
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, SweepError):  # our validators' lines begin with the fields they name
         head, _, rest = str(cause).partition(": ")
         fields = head.split(", ")
-        if rest and all(f in PlanSpec.model_fields for f in fields):
+        if rest and all(f in model.model_fields for f in fields):
             return ", ".join(name(f) for f in fields) + ": " + rest
         return str(cause)
     label = name(field)
     value = shown(first.get("input"))
     if first["type"] in _OUT_OF_RANGE:
-        return f"{label}: {value} is out of range; allowed: {_allowed(field)}"
+        return f"{label}: {value} is out of range; allowed: {_allowed(field, model)}"
     if first["type"] in _NOT_A_NUMBER:
         finite = "finite " if first["type"] == "finite_number" else ""
-        return f"{label}: {value} is not a {finite}number; allowed: {_allowed(field)}"
+        return f"{label}: {value} is not a {finite}number; allowed: {_allowed(field, model)}"
     if first["type"] == "missing":
         return f"{label}: required field is missing"
     return f"{label}: {first['msg']} (got {value})"
 
 
 def _validated(fields: dict, name: Callable[[str], str]) -> PlanSpec:
+    return validated_fields(PlanSpec, fields, name)
+
+
+def validated_fields(model: type[BaseModel], fields: dict, name: Callable[[str], str]):
+    """``model`` (a scenario's pydantic class) of ``fields``; its first validation error
+    becomes one :class:`SweepError` line, each field called by ``name`` (``--rho: 1.2 is out
+    of range; allowed: [0, 1]``)."""
     try:
-        return PlanSpec.model_validate(fields)
+        return model.model_validate(fields)
     except ValidationError as err:
-        raise SweepError(_refusal(err, name)) from None
+        raise SweepError(_refusal(err, name, model)) from None
 
 
 def flag_spec(given: dict) -> PlanSpec:
