@@ -65,12 +65,19 @@ at the planned sizes, α and α + ε (α − ε where α + ε > 1), with sampled
 and quadrature posteriors; the two-sided z-test at γ on the two posterior
 means gives the empirical power with its Monte Carlo SE, and two systems both
 at α give the type-I error rate. ε is the target (budget mode: the plan's ε).
+
+A **preference campaign** (``sweep plan --ratings preference``; A better, tie, B better and
+one to three judges, each priced) is planned by :func:`plan_preference`
+(:mod:`~binmetric_sweep.sweep.plan.categorical`), for θ = A's win rate with ties counted half.
 """
 
+from binmetric_sweep.sweep.plan.categorical import plan_preference
+from binmetric_sweep.sweep.plan.categorical_report import PreferencePlan, PreferencePlans
 from binmetric_sweep.sweep.plan.exact import exact_eps
 from binmetric_sweep.sweep.plan.figure import plot_frontier
 from binmetric_sweep.sweep.plan.pilot import Pilot, read_pilot
 from binmetric_sweep.sweep.plan.planner import plan, plan_estimators, plan_grid
+from binmetric_sweep.sweep.plan.preference_spec import PreferencePlanSpec
 from binmetric_sweep.sweep.plan.relaxed import SolverSettings, relaxed_sd, solve_relaxed
 from binmetric_sweep.sweep.plan.report import (
     HOLDS_MCSE,
@@ -91,6 +98,10 @@ from binmetric_sweep.sweep.plan.spec import (
 )
 
 __all__ = [
+    "plan_preference",
+    "PreferencePlan",
+    "PreferencePlans",
+    "PreferencePlanSpec",
     "plan_estimators",
     "EstimatorPlan",
     "HOLDS_MCSE",
