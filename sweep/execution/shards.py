@@ -224,6 +224,7 @@ def run_shard(
             keys,
             layout,
             model.independent_judges(configs),
+            method=spec.method,
             level=spec.interval,
             nuts=nuts,
             schedule=schedule,

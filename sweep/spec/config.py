@@ -601,10 +601,17 @@ class PreferenceSweepSpec(SweepSpec):
 
     @model_validator(mode="after")
     def _check_preference(self) -> PreferenceSweepSpec:
-        if self.has_posterior and self.method != "nuts":
+        # The exact rule integrates π alone (kernels/categorical/quadrature.py, K ≤ 3: a
+        # preference's three classes): with C unknown its rows are in the posterior too.
+        unknown = [i for i, block in enumerate(self.grid) if not block.paired.known]
+        if self.has_posterior and self.method == "quadrature" and unknown:
+            i = unknown[0]
+            where = "it" if len(self.grid) == 1 else f"grid[{i}]"
             raise SweepError(
-                f"method: {self.method!r} applies to binary ratings only; a preference "
-                "posterior (π and every row of the confusion) is sampled: use nuts"
+                "method: 'quadrature' applies to a preference posterior only with the judges' "
+                f"confusion known (n_rho_eta: known in every block; {where} has n_rho_eta "
+                f"{_shown(self.grid[i].n_rho_eta)}); otherwise π and every row of the "
+                "confusion are sampled: use nuts"
             )
 
         def has_form(e: Estimator) -> bool:
