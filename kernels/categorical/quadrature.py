@@ -49,9 +49,9 @@ to 10^4, N_M up to 10^7, a fifth of each zero; judges from useless to near-perfe
 with a zero in C), the default :class:`SimplexRule` (24 outer nodes a panel, 20 inner) is
 within 3e-8 of a rule with twice the nodes in mean and SD, and within 2.5e-7 in the interval
 ends; 16 outer nodes were 1e-6 off in the SD and 2e-5 in an end, 12 inner nodes 7e-8 in the
-mean. Against the flat Dirichlet and the binary model's rule at K = 2, 1e-13 and 1e-8
-(tests/kernels/test_categorical_quadrature.py). On 2 shared CPU cores, ~700 lanes a second
-(K = 3, calls of 64).
+mean (tests/kernels/test_categorical_quadrature.py, ``-m yardstick``). Against the flat
+Dirichlet and the binary model's rule at K = 2, 1e-13 and 1e-8. On 2 shared CPU cores,
+~700 lanes a second (K = 3, calls of 64).
 
 Everything here works on one lane; callers ``jax.vmap`` over lanes. Use float64
 (``jax_enable_x64``).

@@ -15,7 +15,11 @@ from scipy.special import logsumexp
 from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout
 from binmetric_sweep.kernels.categorical.families import preference_confusion
 from binmetric_sweep.kernels.categorical.nuts import sample_fits
-from binmetric_sweep.kernels.categorical.quadrature import applies, posterior_summary
+from binmetric_sweep.kernels.categorical.quadrature import (
+    SimplexRule,
+    applies,
+    posterior_summary,
+)
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop, sampler_key, summarize_draws
 from binmetric_sweep.kernels.quadrature import posterior_summary as binary_summary
@@ -277,3 +281,36 @@ def test_nuts_with_the_confusion_known_agrees_with_it():
     assert np.all(nuts.rhat < 1.05)
     np.testing.assert_array_less(np.abs(nuts.mean - exact[0]), 4 * nuts.sd / np.sqrt(nuts.ess))
     np.testing.assert_array_less(np.abs(nuts.sd - exact[1]), 4 * nuts.sd_mcse)
+
+
+def drawn_lanes(b: int, k: int, seed: int) -> CategoricalCounts:
+    """``(b,)`` lanes across a sweep's ranges: N_Φ up to 10^4 and N_M up to 10^7 (a fifth
+    of each zero), judges from useless to near-perfect (a fifth with a zero in C)."""
+    rng = np.random.default_rng(seed)
+    pi = rng.dirichlet(np.full(k, 0.7), b)
+    accuracy = rng.uniform(0.0, 1.0, b)[:, None, None]
+    c = accuracy * np.eye(k) + (1 - accuracy) * rng.dirichlet(np.ones(k), (b, k))
+    c[rng.random(b) < 0.2, 0, -1] = 0.0
+    c /= c.sum(-1, keepdims=True)
+    n_phi = np.where(rng.random(b) < 0.2, 0, np.round(10 ** rng.uniform(0, 4, b))).astype(int)
+    n_m = np.where(rng.random(b) < 0.2, 0, np.round(10 ** rng.uniform(0, 7, b))).astype(int)
+    h = np.stack([rng.multinomial(n, p) for n, p in zip(n_phi, pi, strict=True)])
+    m = np.stack([rng.multinomial(n, p @ q) for n, p, q in zip(n_m, pi, c, strict=True)])
+    return CategoricalCounts(h * 1.0, np.zeros((b, k, k)), m * 1.0, c, np.ones(b, bool))
+
+
+@pytest.mark.yardstick  # two compiles a layout, 512 lanes each: ~a minute
+@pytest.mark.parametrize("values", [(0.0, 0.5, 1.0), (1.0, 2.0, 3.0), (0.0, 0.0, 1.0)])
+def test_the_default_nodes_are_converged(values):
+    """The module docstring's accuracy: the default rule against one with twice the nodes
+    on 512 drawn lanes."""
+    layout = Layout(values)
+    counts = drawn_lanes(512, 3, 10 + int(10 * values[1]))
+    finer = SimplexRule(x_nodes=48, u_nodes=40, mode_steps=40, edge_steps=16)
+
+    def run(rule):
+        fn = jax.jit(jax.vmap(lambda c: posterior_summary(c, layout, 0.95, rule)))
+        return np.asarray(fn(counts))
+
+    gap = np.abs(run(SimplexRule()) - run(finer)).max(axis=1)
+    assert np.all(gap <= [1e-7, 1e-7, 1e-6, 1e-6]), gap
