@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import CancelledError, ThreadPoolExecutor
-from functools import cache
 
 import jax
 import numpy as np
@@ -27,27 +26,16 @@ from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import FitResults, empty_fits, exact_fits
 from binmetric_sweep.sweep.execution.calls import Method, take
-from binmetric_sweep.sweep.execution.compile_cache import ExportedProgram
 from binmetric_sweep.sweep.execution.fits import CallTime, FitInfo, LaneFits, sampled_fits
-from binmetric_sweep.sweep.execution.programs import categorical_nuts_program
+from binmetric_sweep.sweep.execution.programs import (
+    KNOWN_CONFUSION_RULE,
+    categorical_nuts_program,
+    categorical_quadrature_program,
+)
 from binmetric_sweep.sweep.execution.schedule import Schedule, nuts_call, schedule_for
 from binmetric_sweep.sweep.spec.lanes import require_float64
 
-__all__ = ["KNOWN_CONFUSION_RULE", "categorical_quadrature_program", "fit_categorical_lanes"]
-
-#: The rule's name in the fits' diagnostics (:class:`sweep.execution.fits.FitInfo`) and in
-#: the schedule's call sizes (:meth:`sweep.execution.schedule.Schedule.call_lanes`).
-KNOWN_CONFUSION_RULE = "known_confusion"
-
-
-@cache
-def categorical_quadrature_program(
-    layout: Layout, level: float, rule: quadrature.SimplexRule = quadrature.DEFAULT_RULE
-) -> ExportedProgram:
-    """``fn(counts)``: :class:`kernels.quadrature.PosteriorSummary` of θ for ``(B,)`` lanes
-    whose confusion is known (:func:`kernels.categorical.quadrature.posterior_summary`)."""
-    fn = jax.jit(jax.vmap(lambda c: quadrature.posterior_summary(c, layout, level, rule)))
-    return ExportedProgram(fn, f"quadrature_{KNOWN_CONFUSION_RULE}", (layout, level, rule))
+__all__ = ["fit_categorical_lanes"]
 
 
 def fit_categorical_lanes(

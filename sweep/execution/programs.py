@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from binmetric_sweep.kernels.categorical import nuts as categorical_nuts
+from binmetric_sweep.kernels.categorical import quadrature as categorical_quadrature
 from binmetric_sweep.kernels.categorical.counts import Layout
 from binmetric_sweep.kernels.counts import replicate_key
 from binmetric_sweep.kernels.estimators import Estimator
@@ -49,8 +50,10 @@ from binmetric_sweep.kernels.t_outer import TOuterRule, t_outer_summary
 from binmetric_sweep.sweep.execution.compile_cache import ExportedProgram
 
 __all__ = [
+    "KNOWN_CONFUSION_RULE",
     "alpha_t_program",
     "categorical_nuts_program",
+    "categorical_quadrature_program",
     "counts_program",
     "estimators_program",
     "gauss_hermite_program",
@@ -134,6 +137,25 @@ def categorical_nuts_program(
 
     static = (layout, settings, independent, known, slots)
     return ExportedProgram(jax.jit(batch), "categorical_nuts", static)
+
+
+#: The rule's name in the fits' diagnostics (:class:`sweep.execution.fits.FitInfo`) and in
+#: the schedule's call sizes (:meth:`sweep.execution.schedule.Schedule.call_lanes`).
+KNOWN_CONFUSION_RULE = "known_confusion"
+
+
+@cache
+def categorical_quadrature_program(
+    layout: Layout,
+    level: float,
+    rule: categorical_quadrature.SimplexRule = categorical_quadrature.DEFAULT_RULE,
+) -> ExportedProgram:
+    """``fn(counts)``: :class:`kernels.quadrature.PosteriorSummary` of θ for ``(B,)`` lanes
+    whose confusion is known (:func:`kernels.categorical.quadrature.posterior_summary`)."""
+    fn = jax.jit(
+        jax.vmap(lambda c: categorical_quadrature.posterior_summary(c, layout, level, rule))
+    )
+    return ExportedProgram(fn, f"quadrature_{KNOWN_CONFUSION_RULE}", (layout, level, rule))
 
 
 @cache

@@ -23,7 +23,7 @@ from binmetric_sweep.kernels.categorical.quadrature import (
 from binmetric_sweep.kernels.counts import Counts
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop, sampler_key, summarize_draws
 from binmetric_sweep.kernels.quadrature import posterior_summary as binary_summary
-from binmetric_sweep.sweep.execution.categorical_fits import (
+from binmetric_sweep.sweep.execution.programs import (
     KNOWN_CONFUSION_RULE,
     categorical_quadrature_program,
 )

@@ -15,10 +15,10 @@ from binmetric_sweep.kernels.categorical.families import preference_confusion
 from binmetric_sweep.sweep import api
 from binmetric_sweep.sweep.cli import main
 from binmetric_sweep.sweep.errors import SweepError
-from binmetric_sweep.sweep.execution.categorical_fits import (
+from binmetric_sweep.sweep.execution.categorical_fits import fit_categorical_lanes
+from binmetric_sweep.sweep.execution.programs import (
     KNOWN_CONFUSION_RULE,
     categorical_quadrature_program,
-    fit_categorical_lanes,
 )
 from binmetric_sweep.sweep.execution.schedule import schedule_for
 from binmetric_sweep.sweep.spec.config import load_sweep
