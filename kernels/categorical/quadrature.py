@@ -71,12 +71,10 @@ from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout
 from binmetric_sweep.kernels.panels import (
     LOGIT_EDGE,
     Panels,
-    exp_series_integral,
     gauss_legendre,
     gauss_panels,
-    legendre_antiderivative,
-    legendre_polynomials,
     lse,
+    panel_quantile,
 )
 from binmetric_sweep.kernels.quadrature import PosteriorSummary
 from binmetric_sweep.kernels.roots import bracketed_newton, in_open_bracket_or_still
@@ -133,8 +131,6 @@ _EDGE_FLOOR = 1e-10
 #: Where, in curvature widths from the mode, the inner window's edge is probed: the
 #: tangent to a Gaussian's fall at 6 widths reaches 30 at 8.
 _TANGENT_PROBE = 6.0
-#: Safeguarded Newton steps of a quantile within its panel (from a flat-density start).
-_QUANTILE_STEPS = 16
 
 
 class _Geometry(NamedTuple):
@@ -399,41 +395,6 @@ def _panels(log_f, g: _Geometry, rule: SimplexRule) -> Panels:
     return gauss_panels(edges[:-1], edges[1:], rule.x_nodes, False)
 
 
-def _quantile(panels: Panels, log_density: Array, q: Array, n: int) -> Array:
-    """The q-quantile from normalised log values ``log_density`` ``(P, n)`` of f·dx/dy.
-
-    Within the panel that holds it, the CDF is the integral of the exponential of the
-    Legendre series through the log values at the panel's Gauss nodes (of the series
-    through the values themselves where one is not finite), inverted by Newton's method
-    within the panel, from where a flat density would put the quantile.
-    """
-    _, w, table = gauss_legendre(n)
-    scale = (2.0 * np.arange(n) + 1.0) / 2.0
-    density = jnp.exp(log_density)
-    mass = jnp.sum(density * w, axis=1)
-    cumulative = jnp.cumsum(mass)
-    panel = jnp.clip(jnp.searchsorted(cumulative, q), 0, mass.shape[0] - 1)
-    target = q - (cumulative[panel] - mass[panel])
-    log_values = log_density[panel]
-    smooth = jnp.all(jnp.isfinite(log_values))
-    log_coeffs = scale * (table[:n] @ (w * jnp.where(smooth, log_values, 0.0)))
-    coeffs = scale * (table[:n] @ (w * density[panel]))
-
-    def excess(y):
-        """F(y) − target within the panel, and its derivative, the density at y."""
-        legendre = legendre_polynomials(y, n - 1)
-        log_value = sum(c * p for c, p in zip(log_coeffs, legendre, strict=True))
-        value = sum(c * p for c, p in zip(coeffs, legendre, strict=True))
-        cdf = jnp.where(
-            smooth, exp_series_integral(log_coeffs, y), legendre_antiderivative(coeffs, y)
-        )
-        return cdf - target, jnp.where(smooth, jnp.exp(log_value), value)
-
-    start = jnp.clip(2.0 * target / mass[panel] - 1.0, -1.0, 1.0)
-    y = bracketed_newton(excess, jnp.array(-1.0), jnp.array(1.0), start, _QUANTILE_STEPS)
-    return panels.position(panel, y)
-
-
 def posterior_summary(
     counts: CategoricalCounts,
     layout: Layout,
@@ -468,7 +429,7 @@ def posterior_summary(
     log_density = log_post - log_total - jnp.log(w)
     tail = 0.5 * (1.0 - level)
     # Both ends in one search, vmapped: one copy of the quantile in the program.
-    search = jax.vmap(lambda q: _quantile(panels, log_density, q, rule.x_nodes))
+    search = jax.vmap(lambda q: panel_quantile(panels, log_density, q, rule.x_nodes))
     low, high = search(jnp.array([tail, 1.0 - tail]))
     return PosteriorSummary(
         g.low + g.span * mean, g.span * sd, g.low + g.span * low, g.low + g.span * high
