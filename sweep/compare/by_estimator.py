@@ -43,12 +43,28 @@ from binmetric_sweep.sweep.compare.analysis import (
     system_counts,
 )
 
-__all__ = ["estimates_table", "z_test_pairs"]
+__all__ = ["estimates_table", "posterior_rows", "z_test_pairs"]
 
 #: The systems table's count columns (:func:`~.analysis.system_counts`).
 COUNTS = ("n_outputs", "n_human", "n_paired", "n_metric")
 #: The paired ratings' rate columns, as the posterior's systems table has them.
 RATES_SHOWN = ("rho_mean", "eta_mean")
+
+
+def posterior_rows(systems: pd.DataFrame, parameter: str) -> pd.DataFrame:
+    """The posterior's rows of an estimates table, from its systems table (the posterior
+    mean and SD of ``parameter``, e.g. "alpha" or "theta", as estimate and SE)."""
+    return pd.DataFrame(
+        {
+            "system": systems["system"].to_numpy(),
+            "estimate": systems[f"{parameter}_mean"].to_numpy(),
+            "se": systems[f"{parameter}_sd"].to_numpy(),
+            "ci_low": systems["ci_low"].to_numpy(),
+            "ci_high": systems["ci_high"].to_numpy(),
+            "applicable": True,
+            "reason": "",
+        }
+    )
 
 
 def estimates_table(
@@ -82,18 +98,7 @@ def estimates_table(
         if estimator.posterior:
             if posterior is None:
                 raise ValueError(f"{estimator.name}'s rows need the posterior's comparison")
-            s = posterior.systems
-            frame = pd.DataFrame(
-                {
-                    "system": s["system"].to_numpy(),
-                    "estimate": s["alpha_mean"].to_numpy(),
-                    "se": s["alpha_sd"].to_numpy(),
-                    "ci_low": s["ci_low"].to_numpy(),
-                    "ci_high": s["ci_high"].to_numpy(),
-                    "applicable": True,
-                    "reason": "",
-                }
-            )
+            frame = posterior_rows(posterior.systems, "alpha")
         else:
             frame = _classical(counts, estimator, model, level)
         frame = frame.merge(shown, on="system", how="left", validate="one_to_one")

@@ -46,7 +46,7 @@ from binmetric_sweep.sweep.compare.analysis import (
     comparison_settings,
     pair_table,
 )
-from binmetric_sweep.sweep.compare.by_estimator import z_test_pairs
+from binmetric_sweep.sweep.compare.by_estimator import posterior_rows, z_test_pairs
 from binmetric_sweep.sweep.compare.categorical_ratings import ClassCounts, read_classes
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.execution.fits import sampled_fits
@@ -246,18 +246,7 @@ def class_estimates_table(
         if estimator.posterior:
             if posterior is None:
                 raise ValueError(f"{estimator.name}'s rows need the posterior's comparison")
-            s = posterior.systems
-            frame = pd.DataFrame(
-                {
-                    "system": s["system"].to_numpy(),
-                    "estimate": s["theta_mean"].to_numpy(),
-                    "se": s["theta_sd"].to_numpy(),
-                    "ci_low": s["ci_low"].to_numpy(),
-                    "ci_high": s["ci_high"].to_numpy(),
-                    "applicable": True,
-                    "reason": "",
-                }
-            )
+            frame = posterior_rows(posterior.systems, "theta")
         elif estimator.categorical is None:
             nan = np.full(len(data.systems), np.nan)
             frame = pd.DataFrame(

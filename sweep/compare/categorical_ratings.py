@@ -52,8 +52,10 @@ from binmetric_sweep.sweep.compare.ratings import (
     LabelPolicy,
     Reading,
     count_values,
+    listed,
     names_column,
     read_frame,
+    require_columns,
 )
 from binmetric_sweep.sweep.errors import SweepError, shown
 
@@ -71,7 +73,6 @@ MAX_JUDGES = 4
 #: A label's code: empty, or not a class name (class codes are 0..K−1).
 _EMPTY, _BAD = -1, -2
 #: How many column names an error line lists.
-_NAMES_MAX = 12
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,9 @@ class ClassReading(Reading):
                 if self.layout == "ratings"
                 else "its counts"
             )
-            out.append(f"ignored columns: {_names(list(self.ignored))} (read: {used})")
+            out.append(f"ignored columns: {listed(list(self.ignored))} (read: {used})")
         if self.unrated_systems:
-            out.append(f"not compared: {_names(list(self.unrated_systems))} (no row with a label)")
+            out.append(f"not compared: {listed(list(self.unrated_systems))} (no row with a label)")
         for flag, kind, several, split in (
             ("--annotators", "human", self.several_human, self.split_human),
             ("--judges", "judge", self.several_metric, self.split_metric),
@@ -204,17 +205,17 @@ def class_columns(
     """The columns to read of a K-class file: ``system``, ``human``, the judges and ``item``
     (a ratings table), or ``system`` and the counts (a counts table); raise otherwise."""
     columns = [str(c) for c in columns]
-    _once(columns, ("system",), source)
+    require_columns(columns, ("system",), source)
     if "human" in columns:
         judged = _judges(columns, source, judge_columns)
         needed = ("system", "human", *judged, *(("item",) if "item" in columns else ()))
-        _once(columns, needed, source)
+        require_columns(columns, needed, source)
         return needed
     if any(c.startswith(("h_", "t_", "m_")) for c in columns):
         return ("system", *counts_table_columns(columns, source, classes)[0])
     raise SweepError(
         f"{source}: neither a K-class ratings nor a counts table; columns found: "
-        f"{_names(columns)}; {_RATINGS_LAYOUT}; {_counts_layout(classes)}"
+        f"{listed(columns)}; {_RATINGS_LAYOUT}; {_counts_layout(classes)}"
     )
 
 
@@ -232,7 +233,7 @@ def counts_table_columns(
         raise SweepError(
             f"{source}: no judge-only columns m_<verdict> of {', '.join(classes.names)} for "
             f"1 to {MAX_JUDGES} judges; {_counts_layout(classes)}; columns found: "
-            f"{_names(list(columns))}"
+            f"{listed(list(columns))}"
         )
     needed = (
         *(f"h_{k}" for k in classes.names),
@@ -243,7 +244,7 @@ def counts_table_columns(
         raise SweepError(
             f"--classes: the names {', '.join(classes.names)} make two count columns alike"
         )
-    _once(list(columns), needed, source, _counts_layout(classes))
+    require_columns(list(columns), needed, source, _counts_layout(classes))
     return needed, j
 
 
@@ -274,37 +275,21 @@ def _judges(columns: list[str], source: str, judge_columns: Sequence[str] | None
             if name not in columns:
                 raise SweepError(
                     f"--judge-columns: {source} has no column {shown(name)}; columns found: "
-                    f"{_names(columns)}"
+                    f"{listed(columns)}"
                 )
         return named
     found = tuple(c for c in columns if c == "metric" or c.startswith("judge"))
     if not found:
         raise SweepError(
             f"{source}: no judge column (metric, or a name starting with judge); name them "
-            f"with --judge-columns; columns found: {_names(columns)}"
+            f"with --judge-columns; columns found: {listed(columns)}"
         )
     if "metric" in found and len(found) > 1:
         raise SweepError(
-            f"{source}: both a metric column and judge columns ({_names(list(found))}): which "
+            f"{source}: both a metric column and judge columns ({listed(list(found))}): which "
             "are the judges is ambiguous; name them with --judge-columns"
         )
     return found
-
-
-def _once(columns: list[str], needed: Sequence[str], source: str, layout: str = "") -> None:
-    for name in needed:
-        if name not in columns:
-            why = f"; {layout}" if layout else ""
-            raise SweepError(f"{source}: no column {name!r}{why}; columns found: {_names(columns)}")
-        if columns.count(name) > 1:
-            raise SweepError(f"{source}: column {name!r} appears {columns.count(name)} times")
-
-
-def _names(columns: Sequence[object]) -> str:
-    names = ", ".join(shown(c) for c in columns[:_NAMES_MAX])
-    if len(columns) > _NAMES_MAX:
-        names += f", … ({len(columns)} in all)"
-    return names or "none"
 
 
 # --- labels ----------------------------------------------------------------------------

@@ -115,9 +115,11 @@ __all__ = [
     "counts_table",
     "ratings_from_frame",
     "count_values",
+    "listed",
     "names_column",
     "read_frame",
     "read_ratings",
+    "require_columns",
 ]
 
 #: Per system: N_Φ and n₊ (every human label, paired ones included); N_ρη and P
@@ -307,12 +309,12 @@ class Reading:
         out = []
         if self.ignored:
             used = "system, item, human, metric" if self.layout == "ratings" else "its counts"
-            out.append(f"ignored columns: {_names(list(self.ignored))} (read: {used})")
+            out.append(f"ignored columns: {listed(list(self.ignored))} (read: {used})")
         if self.unrated_systems:
             one = len(self.unrated_systems) == 1
             out.append(
                 f"not compared: {'system' if one else 'systems'} "
-                f"{_names(list(self.unrated_systems))} (none of {'its' if one else 'their'} "
+                f"{listed(list(self.unrated_systems))} (none of {'its' if one else 'their'} "
                 "rows has a label)"
             )
         for flag, kind, policy, several, split in (
@@ -475,7 +477,7 @@ def counts_from_ratings(
     ``source`` names the table in them.
     """
     annotators, judges = _policies(annotators, judges)
-    _require(frame.columns, ("system", *LABEL_COLUMNS), source, _RATINGS_LAYOUT)
+    require_columns(frame.columns, ("system", *LABEL_COLUMNS), source, _RATINGS_LAYOUT)
     _check_rows(frame, source)
     # Names and labels are checked on every row; the rows without a label are then dropped.
     every_system, names = _systems(frame["system"], source)
@@ -483,7 +485,7 @@ def counts_from_ratings(
     metric = _labels(frame["metric"], "metric", source)
     by_item = "item" in frame.columns
     if by_item:
-        _require(frame.columns, ("item",), source, _RATINGS_LAYOUT)
+        require_columns(frame.columns, ("item",), source, _RATINGS_LAYOUT)
         every_item, item_names = _names_column(frame["item"], "item", source)
     rows = np.flatnonzero(~(np.isnan(human) & np.isnan(metric)))  # the labelled rows
     if not rows.size:
@@ -544,7 +546,7 @@ def check_counts(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     paired ratings are human ratings: P ≤ n₊ and N_ρη − P ≤ N_Φ − n₊); each
     system appears once and has some rating. Extra columns are ignored.
     """
-    _require(frame.columns, ("system", *COUNT_COLUMNS), source, _COUNTS_LAYOUT)
+    require_columns(frame.columns, ("system", *COUNT_COLUMNS), source, _COUNTS_LAYOUT)
     _check_rows(frame, source)
     codes, systems = _systems(frame["system"], source)
     counts = {name: _count_values(frame[name], name, source) for name in COUNT_COLUMNS}
@@ -669,45 +671,47 @@ def _select(columns: Sequence[str], source: str) -> tuple[str, ...]:
     """Return the columns to read: ``system`` and the labels or the counts; raise otherwise."""
     columns = list(columns)
     if "system" not in columns:
-        raise SweepError(f"{source}: no column 'system'; columns found: {_names(columns)}")
+        raise SweepError(f"{source}: no column 'system'; columns found: {listed(columns)}")
     labels = [c for c in LABEL_COLUMNS if c in columns]
     counts = [c for c in COUNT_COLUMNS if c in columns]
     if labels and counts:
         raise SweepError(
-            f"{source}: both label and count columns ({_names(labels + counts)}); "
+            f"{source}: both label and count columns ({listed(labels + counts)}); "
             f"{_RATINGS_LAYOUT}; {_COUNTS_LAYOUT}"
         )
     if labels:
         needed, layout = ("system", *LABEL_COLUMNS), _RATINGS_LAYOUT
         if "item" in columns:
             needed = (*needed, "item")
-        _require(columns, needed, source, layout)
+        require_columns(columns, needed, source, layout)
         return needed
     elif counts:
         needed, layout = ("system", *COUNT_COLUMNS), _COUNTS_LAYOUT
     else:
         raise SweepError(
             f"{source}: neither a ratings nor a counts table; columns found: "
-            f"{_names(columns)}; {_RATINGS_LAYOUT}; {_COUNTS_LAYOUT}"
+            f"{listed(columns)}; {_RATINGS_LAYOUT}; {_COUNTS_LAYOUT}"
         )
-    _require(columns, needed, source, layout)
+    require_columns(columns, needed, source, layout)
     return needed
 
 
-def _require(columns: Sequence[str], needed: Sequence[str], source: str, layout: str) -> None:
-    """Return if each of ``needed`` is among ``columns`` exactly once; raise otherwise."""
+def require_columns(
+    columns: Sequence[str], needed: Sequence[str], source: str, layout: str = ""
+) -> None:
+    """Return if each of ``needed`` is among ``columns`` exactly once; raise otherwise (the
+    message names the ``layout`` the columns are needed for, where one is given)."""
     columns = list(columns)
     for name in needed:
         if name not in columns:
-            raise SweepError(
-                f"{source}: no column {name!r}; {layout}; columns found: {_names(columns)}"
-            )
+            why = f"; {layout}" if layout else ""
+            raise SweepError(f"{source}: no column {name!r}{why}; columns found: {listed(columns)}")
         if columns.count(name) > 1:
             raise SweepError(f"{source}: column {name!r} appears {columns.count(name)} times")
 
 
-def _names(columns: Sequence[object]) -> str:
-    """Return column names for an error line: the first few, and how many in all."""
+def listed(columns: Sequence[object]) -> str:
+    """Names (of columns, systems) for an error line: the first few, and how many in all."""
     names = ", ".join(shown(c) for c in columns[:_NAMES_MAX])
     if len(columns) > _NAMES_MAX:
         names += f", … ({len(columns)} in all)"

@@ -41,7 +41,7 @@ from binmetric_sweep.kernels.categorical.families import (
 )
 from binmetric_sweep.kernels.paired import SHARED, PairedDesign
 from binmetric_sweep.sweep.errors import SweepError, shown
-from binmetric_sweep.sweep.plan.spec import plan_paired, validated_fields
+from binmetric_sweep.sweep.plan.spec import check_target, plan_paired, validated_fields
 
 __all__ = ["MAX_JUDGES", "PreferencePlanSpec", "flag_preference_spec", "preference_spec"]
 
@@ -167,13 +167,7 @@ class PreferencePlanSpec(BaseModel):
                 f"cost_judge: {len(self.cost_judge)} prices for {self.judges} judge"
                 f"{'s' * (self.judges > 1)}; give one price (every judge's) or one per judge"
             )
-        if self.eps is None and self.budget is None:
-            raise SweepError("eps, budget: give a target difference eps, a budget, or both")
-        if self.budget is not None and self.budget <= self.fixed_cost():
-            raise SweepError(
-                f"budget: {self.budget:g} does not cover the {self.n_rho_eta} separately paired "
-                f"items (cost {self.fixed_cost():g}); allowed: more than that"
-            )
+        check_target(self)
         return self
 
     @property

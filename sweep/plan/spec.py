@@ -33,6 +33,7 @@ __all__ = [
     "PlanSpec",
     "Problems",
     "as_spec",
+    "check_target",
     "flag_spec",
     "load_plan_grid",
     "plan_paired",
@@ -51,6 +52,18 @@ BUDGET_SLACK = 1e-9
 #: ``sweep plan``'s spellings of the paired design (``--n-rho-eta``, a plan grid's
 #: ``n_rho_eta``) other than a number of separately paired items.
 PLAN_SPELLINGS = {"shared": SHARED, "known": KNOWN}
+
+
+def check_target(spec) -> None:
+    """Refuse a scenario (binary or preference) with neither ``eps`` nor ``budget``, or a
+    budget that does not cover its separate paired set (``spec.fixed_cost()``)."""
+    if spec.eps is None and spec.budget is None:
+        raise SweepError("eps, budget: give a target difference eps, a budget, or both")
+    if spec.budget is not None and spec.budget <= spec.fixed_cost():
+        raise SweepError(
+            f"budget: {spec.budget:g} does not cover the {spec.n_rho_eta} separately paired "
+            f"items (cost {spec.fixed_cost():g}); allowed: more than that"
+        )
 
 
 def plan_paired(raw: Any) -> PairedDesign:
@@ -131,13 +144,7 @@ class PlanSpec(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> PlanSpec:
         self._paired = plan_paired(self.n_rho_eta)
-        if self.eps is None and self.budget is None:
-            raise SweepError("eps, budget: give a target difference eps, a budget, or both")
-        if self.budget is not None and self.budget <= self.fixed_cost():
-            raise SweepError(
-                f"budget: {self.budget:g} does not cover the {self.n_rho_eta} separately paired "
-                f"items (cost {self.fixed_cost():g}); allowed: more than that"
-            )
+        check_target(self)
         return self
 
     @property
