@@ -43,7 +43,7 @@ from binmetric_sweep.sweep.compare.analysis import (
     system_counts,
 )
 
-__all__ = ["estimates_table", "posterior_rows", "z_test_pairs"]
+__all__ = ["estimate_rows", "estimates_table", "posterior_rows", "z_test_pairs"]
 
 #: The systems table's count columns (:func:`~.analysis.system_counts`).
 COUNTS = ("n_outputs", "n_human", "n_paired", "n_metric")
@@ -118,11 +118,16 @@ def _classical(
     c = jax.tree.map(jnp.asarray, counts_of(counts))
     if estimator.pools_rates:
         c = rates.estimated_rates(c)
-    e = estimator.estimate(c, float(level))
+    return estimate_rows(counts["system"].to_numpy(), estimator.estimate(c, float(level)))
+
+
+def estimate_rows(systems, e: ke.Estimate) -> pd.DataFrame:
+    """An estimator's rows of an estimates table: ``(S,)`` system names and its
+    ``(S,)`` :class:`kernels.estimates.Estimate`, its reasons in words."""
     reason = np.asarray(e.reason)
     return pd.DataFrame(
         {
-            "system": counts["system"].to_numpy(),
+            "system": list(systems),
             "estimate": np.asarray(e.value),
             "se": np.asarray(e.se),
             "ci_low": np.asarray(e.ci_low),

@@ -38,7 +38,6 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from binmetric_sweep.kernels import estimators as ke
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.sweep.compare.analysis import (
     Comparison,
@@ -46,7 +45,11 @@ from binmetric_sweep.sweep.compare.analysis import (
     comparison_settings,
     pair_table,
 )
-from binmetric_sweep.sweep.compare.by_estimator import posterior_rows, z_test_pairs
+from binmetric_sweep.sweep.compare.by_estimator import (
+    estimate_rows,
+    posterior_rows,
+    z_test_pairs,
+)
 from binmetric_sweep.sweep.compare.categorical_ratings import ClassCounts, read_classes
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.execution.fits import sampled_fits
@@ -262,18 +265,7 @@ def class_estimates_table(
             )
         else:
             e = estimator.categorical(counts, data.layout, float(level))
-            reason = np.asarray(e.reason)
-            frame = pd.DataFrame(
-                {
-                    "system": list(data.systems),
-                    "estimate": np.asarray(e.value),
-                    "se": np.asarray(e.se),
-                    "ci_low": np.asarray(e.ci_low),
-                    "ci_high": np.asarray(e.ci_high),
-                    "applicable": reason == ke.APPLIES,
-                    "reason": [ke.REASONS[r] for r in reason],
-                }
-            )
+            frame = estimate_rows(data.systems, e)
         frame = frame.merge(shown, on="system", how="left", validate="one_to_one")
         frame.insert(0, "estimator", estimator.name)
         order = np.lexsort((-frame["estimate"].fillna(-np.inf).to_numpy(), ~frame["applicable"]))
