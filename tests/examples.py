@@ -58,7 +58,7 @@ Rules
       estimators (minutes); its first block cut to the values its header's
       ``show`` and ``plot`` commands name (2 configurations, the same
       replicates).
-    - ``preferences-posterior.yaml``: 600 preference NUTS fits (about an hour on
+    - ``preferences-posterior.yaml``: 600 preference NUTS fits (about 45 minutes on
       2 cores); the same grid's classical estimators alone (seconds). Its
       header's ``show`` commands filter on no estimator, so they run against
       it as written; the posterior's path through a preference sweep is
