@@ -151,13 +151,22 @@ def _single(frame: pd.DataFrame, name: str, shown: Collection[str]) -> tuple[boo
     return True, value.item() if isinstance(value, np.generic) else value
 
 
+#: A categorical surface's settings named in a title where fixed, after α, ρ, η (absent
+#: from a binary surface's columns, whose titles they leave as they were).
+_JUDGE_SETTINGS = (
+    *("theta", "accuracy", "tie_rate", "position_bias"),
+    *("judges", "copy_rate", "judge_model"),
+)
+
+
 def setting_phrases(frame: pd.DataFrame, shown: Collection[str] = ()) -> list[str]:
     """Mathtext phrases naming each setting held fixed in ``frame``'s rows, ``shown`` axes aside.
 
     In this order, where fixed: the estimator (``bayes (NUTS)``: the method
     only for the posterior, which alone it computes); α; ρ and η (``ρ = η =
     0.7`` when equal, ``η = ρ`` when they vary together, ``(known)`` when
-    known numbers); N_Φ and N_M; the paired design (``N_ρη = N_Φ`` shared, or
+    known numbers); a categorical surface's θ and judges (:data:`_JUDGE_SETTINGS`);
+    N_Φ and N_M; the paired design (``N_ρη = N_Φ`` shared, or
     a separate set's N_ρη and ψ); γ; power; counts; the posterior's method
     when the estimators shown include ``bayes`` (or the rows have no
     estimator column, as a bayes-only surface of an older version);
@@ -189,6 +198,12 @@ def setting_phrases(frame: pd.DataFrame, shown: Collection[str] = ()) -> list[st
     rates = {n: v for n, (ok, v) in (("rho", fixed("rho")), ("eta", fixed("eta"))) if ok}
     phrases += _tied_rates(frame, rates, shown)
     phrases += rate_phrases(rates, known=has_known and bool(known))
+    for name in _JUDGE_SETTINGS:  # a categorical surface's estimand and judges
+        has, value = fixed(name)
+        if isinstance(value, str):
+            phrases.append(f"{_symbol(name)} {value}")
+        elif has and value is not None:  # 3 digits: the default tie rate is ⅓ to 12
+            phrases.append(f"{_symbol(name)} = {float(value):.3g}")
     for size in ("n_phi", "n_m"):
         has, value = fixed(size)
         if has and value is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from binmetric_sweep.kernels.categorical.families import copying_judges, preference_confusion
 from binmetric_sweep.sweep import api
+from binmetric_sweep.sweep.display.plots import setting_phrases
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.execution.shards import make_shards
 from binmetric_sweep.sweep.spec.config import load_sweep, spec_digest, spec_from_canonical
@@ -233,3 +234,13 @@ def test_the_posterior_runs_through_a_preference_sweep_with_its_sampler_health(t
     ppi = api.load_fits(tmp_path / "out", estimator="ppi")
     # The same counts for every estimator of a lane.
     assert [list(h) for h in ppi.human] == [list(h) for h in fits.human]
+
+
+def test_a_preference_figure_s_title_names_its_judges(estimators_run):
+    surface = api.load_surface(estimators_run / "a", gamma=0.05)
+    rows = surface[(surface.judges == 2) & (surface.accuracy == 0.6) & (surface.copy_rate == 0.5)]
+    phrases = setting_phrases(rows[rows.position_bias == 0.0], shown=("estimator",))
+    for phrase in (r"$\theta$ = 0.5", "accuracy = 0.6", "tie rate = 0.333", "J = 2"):
+        assert phrase in phrases, phrases
+    assert "judge model joint" in phrases and "copy_rate = 0.5" in phrases
+    assert not any("position" in p for p in setting_phrases(rows, shown=("estimator",)))
