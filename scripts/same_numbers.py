@@ -6,7 +6,8 @@ ahead of the installed package) and with the installed working tree, on this
 machine, and compares every shard's ``fits`` and ``surface`` tables: schema,
 then every column's values (NaN equal to NaN). It also compares each sweep's
 digest, so that finished sweeps still resume. Prints one line per sweep and
-``ALL SAME`` or ``DIFFERENT``; exits 1 on a difference.
+``ALL SAME`` or ``DIFFERENT``; exits 1 on a difference. Tables whose columns differ
+only in order are compared by name, and the order is reported as a difference.
 
 Usage: python scripts/same_numbers.py --base COMMIT configs/quickstart.yaml [more.yaml ...]
 """
@@ -59,8 +60,12 @@ def differences(before: Path, after: Path) -> list[str]:
         for x, y in zip(a, b, strict=True):
             ta, tb = pq.read_table(x), pq.read_table(y)
             if not ta.schema.equals(tb.schema):
-                found.append(f"{Path(x).name}: schema")
-                continue
+                fields = {f.name: f.type for f in ta.schema}
+                if fields != {f.name: f.type for f in tb.schema}:
+                    found.append(f"{Path(x).name}: schema")
+                    continue
+                found.append(f"{Path(x).name}: column order")  # the values by name below
+                tb = tb.select(ta.column_names)
             found += [
                 f"{Path(x).name}: {c}"
                 for c in ta.column_names

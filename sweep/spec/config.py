@@ -579,6 +579,11 @@ class SweepSpec(_Strict):
         return data
 
 
+#: ``judge_model`` was a sweep key (0.40.0) before it was an axis; a canonical form keeps
+#: it at "joint", which its blocks then all are, and :func:`spec_from_canonical` drops it.
+_REMOVED_JUDGE_MODEL = {"judge_model": JOINT}
+
+
 class PreferenceSweepSpec(SweepSpec):
     """A validated sweep file with ``ratings: preference`` (:class:`PreferenceBlock` grids).
 
@@ -636,11 +641,15 @@ class PreferenceSweepSpec(SweepSpec):
 
     def canonical(self) -> dict:
         """As :meth:`SweepSpec.canonical`; a block with the default ``judge_model`` leaves it
-        out, so that a file written before the axis existed keeps its digest."""
+        out, and a grid of such blocks keeps the removed sweep key at the one value it can
+        still have (:data:`_REMOVED_JUDGE_MODEL`), so that a sweep written when the model
+        was a sweep key keeps its digest."""
         data = super().canonical()
         for block in data["grid"]:
             if block["judge_model"] == [JOINT]:
                 del block["judge_model"]
+        if not any("judge_model" in block for block in data["grid"]):
+            data.update(_REMOVED_JUDGE_MODEL)
         return data
 
 
@@ -739,16 +748,17 @@ def load_sweep(source: str | Path | dict | SweepSpec) -> SweepSpec:
 def spec_from_canonical(canonical: dict) -> SweepSpec:
     """The :class:`SweepSpec` of a sweep directory's canonical form (its ``sweep.json``).
 
-    The canonical form keeps removed sampler keys at the one value they can
-    still have (:data:`_REMOVED_CANONICAL`); they are dropped before validation,
-    which would refuse them in a sweep file.
+    The canonical form keeps removed keys at the one value they can still have
+    (:data:`_REMOVED_CANONICAL` of the sampler, :data:`_REMOVED_JUDGE_MODEL`); they
+    are dropped before validation, which would refuse them in a sweep file.
     """
     sampler = {
         key: value
         for key, value in canonical.get("sampler", {}).items()
         if not (key in _REMOVED_CANONICAL and value == _REMOVED_CANONICAL[key])
     }
-    return load_sweep({**canonical, "sampler": sampler})
+    sweep = {key: value for key, value in canonical.items() if key not in _REMOVED_JUDGE_MODEL}
+    return load_sweep({**sweep, "sampler": sampler})
 
 
 def spec_digest(spec: SweepSpec) -> str:
