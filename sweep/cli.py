@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="campaigns simulated to check the power and type-I rate; 0 skips (default 400); "
         "with --ratings preference, bayes is simulated only when N is given (3N NUTS fits, "
-        "about 0.3 fits/s on a 2-core CPU)",
+        "slow on a CPU: docs/performance.md)",
     )
     plan.add_argument(
         "--seed",

@@ -38,7 +38,7 @@ kept, and a second at θ; sampled counts (:func:`kernels.categorical.counts.draw
 estimator's estimate and SE (the posterior's mean and SD, by NUTS), and the two-sided
 z-test at γ: the empirical power (θ vs θ ± ε) and type-I rate (θ vs θ) with their Monte
 Carlo SEs. The classical estimators are simulated by default (seconds); ``bayes`` only when
-asked (``replicates`` given): 3R NUTS fits, about 0.3 fits/s on a 2-core CPU.
+asked (``replicates`` given): 3R NUTS fits, slow on a CPU (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -255,8 +255,8 @@ class PreferencePlans:
                 out.append(f"{p.estimator}: {note}")
         if self.default_replicates and any(p.posterior and not p.reason for p in self.plans):
             out.append(
-                "bayes is not simulated by default (3 × R NUTS fits, about 0.3 fits/s on a "
-                "2-core CPU): give --replicates R to simulate it too"
+                "bayes is not simulated by default (3 × R NUTS fits, slow on a CPU: "
+                "docs/performance.md): give --replicates R to simulate it too"
             )
         elif any(p.replicates for p in self.plans):
             out.append(
