@@ -268,8 +268,8 @@ def _compare_parser(commands) -> None:
         RATE_MODELS,
         Method,
     )
-    from binmetric_sweep.sweep.compare.classes import JOINT, JUDGE_MODELS
     from binmetric_sweep.sweep.compare.ratings import LABEL_POLICIES, REFUSE
+    from binmetric_sweep.sweep.spec.categorical import JOINT, JUDGE_MODELS
 
     compare = commands.add_parser(
         "compare",

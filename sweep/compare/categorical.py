@@ -11,8 +11,8 @@ Per system s, θ_s = vᵀπ_s under the categorical model (MODEL.md, "Ratings wi
 two classes, and several judges"): each system its own π_s and its own judges' confusion
 C_s (per-system rates; one C shared by all systems is not built), with Dirichlet(1)
 priors, the judges' joint verdict modelled freely per true class (``joint``) or the judges
-independent given the truth (``independent``, :class:`~.classes.JudgeModel`). There is no
-exact rule for this posterior, so it is sampled: every system is a lane of one batched
+independent given the truth (``independent``; :class:`sweep.spec.categorical.JudgeModel`).
+There is no exact rule for this posterior, so it is sampled: every system is a lane of one batched
 call of :func:`binmetric_sweep.kernels.categorical.nuts.sample_fits`, at the sweeps'
 settings (:data:`NUTS_SETTINGS`: 4 chains × (500 warm-up + 1000 draws)); a system's key
 comes from the seed and its name (:func:`system_keys`), so its numbers depend on neither

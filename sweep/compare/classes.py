@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from binmetric_sweep.kernels.categorical.counts import Layout
 from binmetric_sweep.sweep.errors import SweepError, shown
 
-__all__ = ["INDEPENDENT", "JOINT", "JUDGE_MODELS", "Classes", "JudgeModel"]
+__all__ = ["Classes"]
 
 #: Characters a class name may not hold: the separators of ``--classes`` and of a joint
 #: verdict's name.
@@ -135,48 +135,3 @@ def _value(text: str, name: str) -> float:
             f"--classes: class {shown(name)} has value {shown(text)}; give a finite number"
         )
     return value
-
-
-@dataclass(frozen=True)
-class JudgeModel:
-    """How the posterior models several judges (``--judge-model``): one value per model,
-    :data:`JUDGE_MODELS` by name.
-
-    Attributes:
-        name: as the flag and the settings (``"judge_model"``) spell it.
-        description: the model in words, for ``--help``.
-        independent: the judges err independently given the true class (each judge its
-            own K × K confusion); otherwise their joint verdict has a free distribution
-            per true class (any correlation). One model for one judge.
-    """
-
-    name: str
-    description: str
-    independent: bool
-
-    @staticmethod
-    def of(given: str | JudgeModel) -> JudgeModel:
-        """The model of :data:`JUDGE_MODELS` that ``given`` names (or is).
-
-        Raises:
-            SweepError: not a registered model (one line naming ``--judge-model``).
-        """
-        if isinstance(given, JudgeModel) and JUDGE_MODELS.get(given.name) == given:
-            return given
-        if isinstance(given, str) and given in JUDGE_MODELS:
-            return JUDGE_MODELS[given]
-        allowed = ", ".join(JUDGE_MODELS)
-        raise SweepError(f"--judge-model: {shown(given)} is not allowed; allowed: {allowed}")
-
-
-#: The judges' joint verdict has its own distribution per true class: any correlation
-#: between them (L − 1 free rates per class).
-JOINT = JudgeModel(
-    "joint", "the judges' joint verdict, any correlation between them", independent=False
-)
-#: Each judge its own confusion, independent of the others given the truth.
-INDEPENDENT = JudgeModel(
-    "independent", "each judge's own confusion, independent given the truth", independent=True
-)
-#: The judge models by the names ``--judge-model`` takes, the default first.
-JUDGE_MODELS = {m.name: m for m in (JOINT, INDEPENDENT)}

@@ -35,11 +35,12 @@ from binmetric_sweep.sweep.compare.analysis import (
     comparison_settings,
     parse_options,
 )
-from binmetric_sweep.sweep.compare.classes import JOINT, Classes, JudgeModel
+from binmetric_sweep.sweep.compare.classes import Classes
 from binmetric_sweep.sweep.compare.next_ratings import NextRatingsPlan
 from binmetric_sweep.sweep.compare.ratings import REFUSE, LabelPolicy
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.execution.estimates import ALL, estimators_of_option
+from binmetric_sweep.sweep.spec.categorical import JOINT, JudgeModel
 
 __all__ = ["SAMPLER_SETTINGS", "CompareOptions", "Method", "NextRatingsPlan", "options_of"]
 # Method, SAMPLER_SETTINGS and NextRatingsPlan live with what computes them (analysis,

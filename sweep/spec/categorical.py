@@ -16,6 +16,7 @@ same confusion; a separate paired set has the configuration's class shares (ψ =
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -28,11 +29,15 @@ from binmetric_sweep.kernels.categorical.families import (
     preference_shares,
 )
 from binmetric_sweep.kernels.paired import PairedKind
+from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.spec.values import canonical_number
 from binmetric_sweep.sweep.storage.columns import SURFACE, columns_of
 
 __all__ = [
+    "INDEPENDENT",
+    "JOINT",
     "JUDGE_MODELS",
+    "JudgeModel",
     "PREFERENCE_COLUMNS",
     "preference_block_table",
     "expand_preference_grid",
@@ -52,10 +57,52 @@ PREFERENCE_PARAMETERS = (
     "judges",
     "copy_rate",
 )
-#: The posterior's models of several judges (the ``judge_model`` axis): their joint
-#: verdict (any correlation), or independent given the truth.
-JOINT, INDEPENDENT = "joint", "independent"
-JUDGE_MODELS = (JOINT, INDEPENDENT)
+
+
+@dataclass(frozen=True)
+class JudgeModel:
+    """How the posterior models several judges (a preference grid's ``judge_model`` axis,
+    ``sweep compare --judge-model``): one value per model, :data:`JUDGE_MODELS` by name.
+
+    Attributes:
+        name: as the sweep file's axis, the flag and the settings spell it.
+        description: the model in words, for ``--help``.
+        independent: the judges err independently given the true class (each judge its
+            own K × K confusion); otherwise their joint verdict has a free distribution
+            per true class (any correlation). One model for one judge.
+    """
+
+    name: str
+    description: str
+    independent: bool
+
+    @staticmethod
+    def of(given: str | JudgeModel, field: str = "--judge-model") -> JudgeModel:
+        """The model of :data:`JUDGE_MODELS` that ``given`` names (or is).
+
+        Raises:
+            SweepError: not a registered model (one line naming ``field``).
+        """
+        if isinstance(given, JudgeModel) and JUDGE_MODELS.get(given.name) == given:
+            return given
+        if isinstance(given, str) and given in JUDGE_MODELS:
+            return JUDGE_MODELS[given]
+        allowed = ", ".join(JUDGE_MODELS)
+        raise SweepError(f"{field}: {shown(given)} is not allowed; allowed: {allowed}")
+
+
+#: The judges' joint verdict has its own distribution per true class: any correlation
+#: between them (L − 1 free rates per class).
+JOINT = JudgeModel(
+    "joint", "the judges' joint verdict, any correlation between them", independent=False
+)
+#: Each judge its own confusion, independent of the others given the truth.
+INDEPENDENT = JudgeModel(
+    "independent", "each judge's own confusion, independent given the truth", independent=True
+)
+#: The judge models by name, the default first.
+JUDGE_MODELS = {m.name: m for m in (JOINT, INDEPENDENT)}
+
 #: The configurations table of a preference sweep: the registry's categorical columns.
 PREFERENCE_COLUMNS = tuple(
     c.name for c in columns_of(SURFACE, "categorical") if c.source == "configuration"
@@ -79,7 +126,7 @@ def preference_block_table(block) -> pd.DataFrame:
     # judges estimates.
     table.loc[table["judges"] == 1, "copy_rate"] = 0.0
     table["judge_model"] = table["judge_model"].astype(object)
-    table.loc[(table["judges"] == 1) | paired.known, "judge_model"] = JOINT
+    table.loc[(table["judges"] == 1) | paired.known, "judge_model"] = JOINT.name
     table["theta"] = [
         canonical_number(w + 0.5 * t) for w, t in zip(table["win"], table["tie"], strict=True)
     ]
@@ -99,7 +146,7 @@ def preference_id_text(row: dict) -> str:
     rates = "|".join(
         repr(float(row[a])) for a in ("win", "tie", "accuracy", "tie_rate", "position_bias")
     )
-    model = "" if row["judge_model"] == JOINT else f"|{row['judge_model']}"
+    model = "" if row["judge_model"] == JOINT.name else f"|{row['judge_model']}"
     return (
         f"preference|{rates}|{int(row['judges'])}|{float(row['copy_rate'])!r}|"
         f"{int(row['n_phi'])}|{int(row['n_m'])}|{tail}{model}"
@@ -142,7 +189,7 @@ def preference_independent_judges(configurations: pd.DataFrame) -> bool:
     models = pd.unique(configurations["judge_model"])
     if len(models) != 1:
         raise ValueError(f"preference configurations with {len(models)} judge models")
-    return models[0] == INDEPENDENT
+    return JudgeModel.of(models[0], "judge_model").independent
 
 
 def preference_lane_designs(configurations: pd.DataFrame, replicates: int) -> CategoricalDesign:

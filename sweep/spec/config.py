@@ -31,7 +31,7 @@ from binmetric_sweep.kernels.estimators import (
 )
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.errors import SweepError, shown
-from binmetric_sweep.sweep.spec.categorical import JOINT, JUDGE_MODELS
+from binmetric_sweep.sweep.spec.categorical import JOINT, JUDGE_MODELS, JudgeModel
 from binmetric_sweep.sweep.spec.rating_model import BINARY, PREFERENCE, RatingModel
 from binmetric_sweep.sweep.spec.values import canonical_number
 from binmetric_sweep.sweep.storage.columns import (
@@ -390,8 +390,7 @@ def _judge_models(raw: Any) -> tuple[str, ...]:
     if not values:
         raise SweepError(f"grid.judge_model: the list is empty; allowed: {allowed}")
     for value in values:
-        if value not in JUDGE_MODELS:
-            raise SweepError(f"grid.judge_model: {shown(value)} is not allowed; allowed: {allowed}")
+        JudgeModel.of(value, "grid.judge_model")
     if len(set(values)) != len(values):
         raise SweepError(f"grid.judge_model: {list(values)} repeats a value")
     return tuple(values)
@@ -417,7 +416,7 @@ class PreferenceBlock(_Block):
     position_bias: AxisSpec = _DEFAULTS["position_bias"]
     judges: AxisSpec = _DEFAULTS["judges"]
     copy_rate: AxisSpec = _DEFAULTS["copy_rate"]
-    judge_model: tuple[str, ...] = (JOINT,)
+    judge_model: tuple[str, ...] = (JOINT.name,)
     n_phi: AxisSpec
     n_rho_eta: AxisSpec = SHARED_SPELLING
     n_m: AxisSpec
@@ -581,7 +580,7 @@ class SweepSpec(_Strict):
 
 #: ``judge_model`` was a sweep key (0.40.0) before it was an axis; a canonical form keeps
 #: it at "joint", which its blocks then all are, and :func:`spec_from_canonical` drops it.
-_REMOVED_JUDGE_MODEL = {"judge_model": JOINT}
+_REMOVED_JUDGE_MODEL = {"judge_model": JOINT.name}
 
 
 class PreferenceSweepSpec(SweepSpec):
@@ -646,7 +645,7 @@ class PreferenceSweepSpec(SweepSpec):
         was a sweep key keeps its digest."""
         data = super().canonical()
         for block in data["grid"]:
-            if block["judge_model"] == [JOINT]:
+            if block["judge_model"] == [JOINT.name]:
                 del block["judge_model"]
         if not any("judge_model" in block for block in data["grid"]):
             data.update(_REMOVED_JUDGE_MODEL)
