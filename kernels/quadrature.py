@@ -545,8 +545,8 @@ def posterior_summary(
         rule: node counts and window.
         exact_paired: static, full model only: integrate over s with a rule
             that is exact for few paired ratings and wrong otherwise; only for
-            lanes where :func:`paired_rule_is_exact`. About five times as
-            fast (no search for the s-peak and its window at each t node).
+            lanes where :func:`paired_rule_is_exact`. Cheaper: no search for the
+            s-peak and its window at each t node (docs/performance.md).
     """
     if kind not in MODEL_KINDS:
         raise ValueError(f"kind must be one of {MODEL_KINDS}, got {kind!r}")

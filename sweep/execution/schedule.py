@@ -4,10 +4,10 @@
 for NUTS, its replicate key).** Never on which lanes share its call, where in the
 call it sits, how many calls run at once, how the sweep is sharded, which shards
 run beside it, or whether its program came from the compile cache. XLA does not
-compute a lane alike at every batch size (on CPU a quadrature lane's moments
-moved by ~3e-16 between calls of 64 and 256 lanes, NUTS draws between 256 and
-512 chains; on an H100 by 8e-16 between 64 and 1024 lanes: commits 63446ab,
-8865018), so every program is called at shapes fixed here, whatever the lanes:
+compute a lane alike at every batch size (its fusion and reduction order depend
+on the shape, on CPU and GPU alike: measured in commits 63446ab, 8865018 and
+docs/performance.md), so every program is called at shapes fixed here, whatever
+the lanes:
 
 - a quadrature rule's calls hold :attr:`Schedule.quadrature_lanes` lanes (or the
   rule's own :attr:`Schedule.rule_lanes`), the last one padded by repeating a lane;
