@@ -26,7 +26,13 @@ from binmetric_sweep.kernels.categorical.counts import CategoricalCounts, Layout
 from binmetric_sweep.kernels.nuts import NUTSSettings, resolve_loop
 from binmetric_sweep.kernels.summaries import FitResults, empty_fits, exact_fits
 from binmetric_sweep.sweep.execution.calls import Method, take
-from binmetric_sweep.sweep.execution.fits import CallTime, FitInfo, LaneFits, sampled_fits
+from binmetric_sweep.sweep.execution.fits import (
+    CallTime,
+    FitInfo,
+    LaneFits,
+    distinct_rows,
+    sampled_fits,
+)
 from binmetric_sweep.sweep.execution.programs import (
     KNOWN_CONFUSION_RULE,
     categorical_nuts_program,
@@ -154,13 +160,7 @@ def _exact_lanes(
         ],
         axis=1,
     )
-    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    # np.unique sorts the rows: number the distinct lanes in the order they first come.
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    owner = rank[inverse.reshape(-1)]  # (B,) each lane's distinct lane
-    first = first[order]
+    first, owner = distinct_rows(rows)  # (D,) distinct lanes; (B,) each lane's
     finished = np.bincount(owner, minlength=len(first))  # lanes each distinct lane answers
     distinct = take(counts, first)
     program = categorical_quadrature_program(layout, float(level))

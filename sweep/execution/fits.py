@@ -44,7 +44,16 @@ from binmetric_sweep.sweep.execution.cascade import CascadeRule
 from binmetric_sweep.sweep.execution.schedule import Schedule, schedule_for, usable_cores
 from binmetric_sweep.sweep.spec.lanes import require_float64
 
-__all__ = ["Answer", "CallTime", "FitInfo", "FitMemo", "LaneFits", "fit_lanes", "sampled_fits"]
+__all__ = [
+    "Answer",
+    "CallTime",
+    "FitInfo",
+    "FitMemo",
+    "LaneFits",
+    "distinct_rows",
+    "fit_lanes",
+    "sampled_fits",
+]
 
 
 class Answer(NamedTuple):
@@ -312,10 +321,14 @@ def distinct_lanes(counts: Counts, method: Method) -> tuple[np.ndarray, np.ndarr
     inputs = posterior_inputs(counts)
     # Sampled lanes are told apart by their index, which no exact lane carries (−1).
     tag = np.where(exact, -1.0, np.arange(b, dtype=np.float64))
-    _, first, lanes = np.unique(
-        np.column_stack([inputs, tag]), axis=0, return_index=True, return_inverse=True
-    )
-    order = np.argsort(first, kind="stable")  # distinct lanes in their first lane's order
+    return distinct_rows(np.column_stack([inputs, tag]))
+
+
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(D,)`` the first row of each distinct value of ``(B, n)`` rows, in the order they
+    first come, and ``(B,)`` each row's among them."""
+    _, first, lanes = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # distinct rows in their first row's order
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return first[order], rank[lanes.reshape(-1)]
