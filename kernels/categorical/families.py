@@ -20,6 +20,7 @@ __all__ = [
     "PREFERENCE_VALUES",
     "preference_shares",
     "preference_confusion",
+    "scale_confusion",
     "copying_judges",
 ]
 
@@ -48,6 +49,28 @@ def preference_confusion(accuracy: Array, tie_rate: Array, position_bias: Array)
     a, t, b = (jnp.asarray(x)[..., None, None] for x in (accuracy, tie_rate, position_bias))
     guess = jnp.concatenate([(1.0 - t) * (1.0 - b) / 2.0, t, (1.0 - t) * (1.0 + b) / 2.0], axis=-1)
     return a * jnp.eye(3) + (1.0 - a) * guess
+
+
+def scale_confusion(off_by_one: Array, off_by_more: Array, classes: int) -> Array:
+    """``(..., K, K)`` C of a judge on an ordered scale of K classes (a 1–5 score) that is
+    off by one class with probability ``off_by_one`` and off by two or more with
+    probability ``off_by_more``, and otherwise right.
+
+    Distance is in the order the classes are listed. An error of one class goes to the
+    class's neighbours equally (all of it to the one neighbour of an end class); an
+    error of more goes equally to every class two or more away. A class with none two
+    or more away (K = 2; the middle of K = 3) keeps that share right, so every row sums
+    to 1 (``off_by_one + off_by_more`` ≤ 1).
+    """
+    a, b = (jnp.asarray(x)[..., None, None] for x in (off_by_one, off_by_more))
+    distance = jnp.abs(jnp.arange(classes)[:, None] - jnp.arange(classes)[None, :])
+    near = (distance == 1).astype(a.dtype)
+    far = (distance >= 2).astype(a.dtype)
+    n_far = far.sum(axis=-1, keepdims=True)
+    near_share = near / near.sum(axis=-1, keepdims=True)
+    far_share = far / jnp.maximum(n_far, 1.0)
+    right = 1.0 - a - jnp.where(n_far > 0, b, 0.0)
+    return right * jnp.eye(classes) + a * near_share + b * far_share
 
 
 def copying_judges(confusion: Array, judges: int, copy: Array) -> Array:

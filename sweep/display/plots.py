@@ -154,8 +154,8 @@ def _single(frame: pd.DataFrame, name: str, shown: Collection[str]) -> tuple[boo
 #: A categorical surface's settings named in a title where fixed, after α, ρ, η (absent
 #: from a binary surface's columns, whose titles they leave as they were).
 _JUDGE_SETTINGS = (
-    *("theta", "accuracy", "tie_rate", "position_bias"),
-    *("judges", "copy_rate", "judge_model"),
+    *("theta", "shares", "accuracy", "tie_rate", "position_bias"),
+    *("off_by_one", "off_by_more", "confusion", "judges", "copy_rate", "judge_model"),
 )
 
 

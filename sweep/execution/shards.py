@@ -52,6 +52,7 @@ from binmetric_sweep.sweep.storage.columns import (
     check_schema,
     ordered,
     registered,
+    schema,
 )
 
 __all__ = [
@@ -451,5 +452,9 @@ def _surface_table(
     model = spec.rating_model.columns
     frame = pd.DataFrame(ordered(SURFACE, columns, model))
     table = pa.Table.from_pandas(frame, preserve_index=False)
+    for i, field in enumerate(table.schema):  # a column of nulls alone has no type of its own
+        if pa.types.is_null(field.type):
+            typed = schema(SURFACE, model).field(field.name)
+            table = table.set_column(i, typed, table.column(i).cast(typed.type))
     check_schema(SURFACE, table.schema, model)
     return table

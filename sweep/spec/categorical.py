@@ -42,7 +42,7 @@ __all__ = [
     "preference_block_table",
     "expand_preference_grid",
     "preference_layout",
-    "preference_independent_judges",
+    "independent_judges",
     "preference_lane_designs",
     "preference_id_text",
 ]
@@ -105,7 +105,7 @@ JUDGE_MODELS = {m.name: m for m in (JOINT, INDEPENDENT)}
 
 #: The configurations table of a preference sweep: the registry's categorical columns.
 PREFERENCE_COLUMNS = tuple(
-    c.name for c in columns_of(SURFACE, "categorical") if c.source == "configuration"
+    c.name for c in columns_of(SURFACE, "preference") if c.source == "configuration"
 )
 
 
@@ -113,6 +113,20 @@ def preference_block_table(block) -> pd.DataFrame:
     """A preference block's configurations (a :class:`sweep.spec.config.PreferenceBlock`:
     its Cartesian product, the last axis fastest), without ``config_id``: columns
     :data:`PREFERENCE_COLUMNS` but that one."""
+    table = block_product(block)
+    table["theta"] = [
+        canonical_number(w + 0.5 * t) for w, t in zip(table["win"], table["tie"], strict=True)
+    ]
+    return table
+
+
+def block_product(block) -> pd.DataFrame:
+    """A categorical block's Cartesian product over its free axes (the last fastest), with
+    the paired design's and the judges' columns settled: ``n_rho_eta`` (N_Φ for a shared
+    paired set, 0 where the confusion is known), ``copy_rate`` and ``judge_model``
+    (one judge copies no one and its joint verdict is its own, and no model of the judges
+    estimates a known confusion), ``confusion_known``, ``shared_paired`` and ``paired``
+    (the :class:`kernels.paired.PairedKind`)."""
     free = block.free_axes()
     grids = np.meshgrid(*(np.asarray(getattr(block, a)) for a in free), indexing="ij")
     table = pd.DataFrame({a: g.ravel() for a, g in zip(free, grids, strict=True)})
@@ -121,19 +135,22 @@ def preference_block_table(block) -> pd.DataFrame:
         table["n_rho_eta"] = table["n_phi"]
     elif paired.known:
         table["n_rho_eta"] = 0.0
-    # One judge copies no one, and its joint verdict is its own: its configurations do not
-    # differ in copy or judge model; nor do a known confusion's, which no model of the
-    # judges estimates.
     table.loc[table["judges"] == 1, "copy_rate"] = 0.0
     table["judge_model"] = table["judge_model"].astype(object)
     table.loc[(table["judges"] == 1) | paired.known, "judge_model"] = JOINT.name
-    table["theta"] = [
-        canonical_number(w + 0.5 * t) for w, t in zip(table["win"], table["tie"], strict=True)
-    ]
     table["confusion_known"] = paired.known
     table["shared_paired"] = paired.shared
     table["paired"] = paired
     return table
+
+
+def paired_text(row: dict) -> str:
+    """``N_Φ|N_M|paired`` and the judge model's ``|independent`` (nothing for joint): the
+    tail of a categorical configuration's id text."""
+    kind: PairedKind = row["paired"]
+    tail = f"separate|{int(row['n_rho_eta'])}" if kind.separate else kind.value
+    model = "" if row["judge_model"] == JOINT.name else f"|{row['judge_model']}"
+    return f"{int(row['n_phi'])}|{int(row['n_m'])}|{tail}{model}"
 
 
 def preference_id_text(row: dict) -> str:
@@ -141,16 +158,10 @@ def preference_id_text(row: dict) -> str:
     ``|independent`` for judges modelled as independent: the text of one preference
     configuration hashed into its ``config_id`` (the joint model's ids are the ones of files
     written before the ``judge_model`` axis)."""
-    kind: PairedKind = row["paired"]
-    tail = f"separate|{int(row['n_rho_eta'])}" if kind.separate else kind.value
     rates = "|".join(
         repr(float(row[a])) for a in ("win", "tie", "accuracy", "tie_rate", "position_bias")
     )
-    model = "" if row["judge_model"] == JOINT.name else f"|{row['judge_model']}"
-    return (
-        f"preference|{rates}|{int(row['judges'])}|{float(row['copy_rate'])!r}|"
-        f"{int(row['n_phi'])}|{int(row['n_m'])}|{tail}{model}"
-    )
+    return f"preference|{rates}|{int(row['judges'])}|{float(row['copy_rate'])!r}|{paired_text(row)}"
 
 
 def _id(text: str) -> int:
@@ -164,15 +175,23 @@ def expand_preference_grid(blocks) -> pd.DataFrame:
     ``judges`` are int64; ``n_rho_eta`` a nullable Int64, null where the confusion is
     known."""
     table = pd.concat([preference_block_table(b) for b in blocks], ignore_index=True)
+    return configurations(table, preference_id_text, PREFERENCE_COLUMNS)
+
+
+def configurations(table: pd.DataFrame, id_text, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The configurations table of a categorical sweep's blocks' products (concatenated, in
+    block order): each row's ``config_id`` hashed from ``id_text(row)``, duplicates removed,
+    sizes and ``judges`` int64, ``n_rho_eta`` a nullable Int64 (null where the confusion
+    is known), the ``columns`` in order."""
     table["config_id"] = np.fromiter(
-        (_id(preference_id_text(row)) for row in table.to_dict("records")), np.int64, len(table)
+        (_id(id_text(row)) for row in table.to_dict("records")), np.int64, len(table)
     )
     table = table.drop_duplicates("config_id", ignore_index=True)
     for name in ("n_phi", "n_m", "judges"):
         table[name] = table[name].astype(np.int64)
     n_rho_eta = table["n_rho_eta"].astype(np.int64).astype("Int64")
     table["n_rho_eta"] = n_rho_eta.mask(table["confusion_known"])
-    return table[list(PREFERENCE_COLUMNS)]
+    return table[list(columns)]
 
 
 def preference_layout(configurations: pd.DataFrame) -> Layout:
@@ -183,7 +202,7 @@ def preference_layout(configurations: pd.DataFrame) -> Layout:
     return Layout(PREFERENCE_VALUES, int(judges[0]))
 
 
-def preference_independent_judges(configurations: pd.DataFrame) -> bool:
+def independent_judges(configurations: pd.DataFrame) -> bool:
     """Whether the posterior of configurations that share their ``judge_model`` takes the
     judges as independent given the truth."""
     models = pd.unique(configurations["judge_model"])
@@ -195,14 +214,31 @@ def preference_independent_judges(configurations: pd.DataFrame) -> bool:
 def preference_lane_designs(configurations: pd.DataFrame, replicates: int) -> CategoricalDesign:
     """``(C·R,)`` lane designs of preference configurations that share their number of
     judges, each configuration repeated for its R replicates."""
-    layout = preference_layout(configurations)
 
     def column(name, dtype=float):
         return np.repeat(configurations[name].to_numpy(dtype=dtype, na_value=0), replicates)
 
     shares = np.asarray(preference_shares(column("win"), column("tie")))
     single = preference_confusion(column("accuracy"), column("tie_rate"), column("position_bias"))
-    confusion = np.asarray(copying_judges(single, layout.judges, column("copy_rate")))
+    return lane_designs(configurations, replicates, shares, single)
+
+
+def lane_designs(
+    configurations: pd.DataFrame, replicates: int, shares: np.ndarray, single: np.ndarray
+) -> CategoricalDesign:
+    """``(C·R,)`` lane designs of categorical configurations that share their number of
+    judges (repeated for R replicates each), from their lanes' ``(C·R, K)`` class shares
+    and ``(C·R, K, K)`` confusion of one judge: the judges copy the first at the
+    configuration's ``copy_rate`` (:func:`kernels.categorical.families.copying_judges`), and
+    a separate paired set has the configuration's class shares (ψ = π)."""
+
+    def column(name, dtype=float):
+        return np.repeat(configurations[name].to_numpy(dtype=dtype, na_value=0), replicates)
+
+    judges = np.unique(configurations["judges"].to_numpy())
+    if len(judges) != 1:
+        raise ValueError(f"categorical configurations with {len(judges)} numbers of judges")
+    confusion = np.asarray(copying_judges(single, int(judges[0]), column("copy_rate")))
     known = column("confusion_known", bool)
     shared = column("shared_paired", bool)
     n_phi = column("n_phi")

@@ -32,7 +32,8 @@ from binmetric_sweep.kernels.estimators import (
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.errors import SweepError, shown
 from binmetric_sweep.sweep.spec.categorical import JOINT, JUDGE_MODELS, JudgeModel
-from binmetric_sweep.sweep.spec.rating_model import BINARY, PREFERENCE, RatingModel
+from binmetric_sweep.sweep.spec.rating_model import BINARY, PREFERENCE, RatingModel, scale_model
+from binmetric_sweep.sweep.spec.scale import ScaleSettings
 from binmetric_sweep.sweep.spec.values import canonical_number
 from binmetric_sweep.sweep.storage.columns import (
     GRID_AXES,
@@ -370,11 +371,18 @@ class GridBlock(_Block):
         return value
 
 
-#: The axes of a preference block (``ratings: preference``), in the order their Cartesian
-#: product varies: the column registry's categorical grid axes.
-PREFERENCE_AXES = tuple(c.name for c in columns_of(SURFACE, "categorical") if c.grid)
-#: Most judges a configuration may have: J judges' joint verdict is one of 3^J outcomes.
+#: The axes of a preference block (``ratings: preference``) and of a scale block
+#: (``ratings: scale`` or ``classes``), in the order their Cartesian product varies: the
+#: column registry's grid axes of each.
+PREFERENCE_AXES = tuple(c.name for c in columns_of(SURFACE, "preference") if c.grid)
+SCALE_AXES = tuple(c.name for c in columns_of(SURFACE, "scale") if c.grid)
+#: Most judges a configuration may have: J judges' joint verdict is one of K^J outcomes.
 MAX_JUDGES = 3
+#: Most joint verdicts of a configuration's judges (three preference judges: 3³): the
+#: joint model's confusion has K·(K^J − 1) free rates.
+MAX_OUTCOMES = 27
+#: Most classes of a scale.
+MAX_CLASSES = 10
 _DEFAULTS = {
     "tie_rate": (canonical_number(1.0 / 3.0),),
     "position_bias": (0.0,),
@@ -396,16 +404,69 @@ def _judge_models(raw: Any) -> tuple[str, ...]:
     return tuple(values)
 
 
-class PreferenceBlock(_Block):
+def _categorical_axis(field: str, raw: Any) -> AxisSpec:
+    """Normalise one numeric axis of a categorical block (or its ``judge_model``, or
+    ``n_rho_eta``'s spellings): such a grid ties no axes."""
+    if field == "judge_model":
+        return _judge_models(raw)
+    if field == "n_rho_eta" and raw in (SHARED_SPELLING, KNOWN_SPELLING):
+        return raw
+    if isinstance(raw, str):
+        extra = " or 'n_phi' or 'known'" if field == "n_rho_eta" else ""
+        raise SweepError(
+            f"grid.{field}: {shown(raw)} is not an axis; give a list of values{extra} "
+            "(a categorical grid ties no other axes)"
+        )
+    if field == "position_bias":
+        return axis_values(field, raw, low=-1.0)
+    if field == "judges":
+        values = axis_values(field, raw, low=1.0, high=MAX_JUDGES)
+        bad = [v for v in values if v != int(v)]
+        if bad:
+            raise SweepError(
+                f"grid.judges: value {shown(bad[0])} is not a whole number; allowed: "
+                f"1 to {MAX_JUDGES}"
+            )
+        return values
+    return axis_values(field, raw)
+
+
+def _names(field: str, raw: Any) -> tuple[str, ...]:
+    """An axis of names (``shares``, ``confusion``): distinct strings, in the order given."""
+    values = [raw] if isinstance(raw, str) else raw
+    if not isinstance(values, list | tuple) or not values:
+        raise SweepError(f"grid.{field}: {shown(raw)} is not a list of names")
+    for value in values:
+        if not isinstance(value, str) or not value:
+            raise SweepError(f"grid.{field}: {shown(value)} is not a name")
+    if len(set(values)) != len(values):
+        raise SweepError(f"grid.{field}: {list(values)} repeats a name")
+    return tuple(values)
+
+
+class _JudgesBlock(_Block):
+    """What every categorical block has beside its class shares and confusion: the
+    judges' number, copying and model (``judges`` default 1, ``copy_rate`` 0,
+    ``judge_model`` names of :data:`JUDGE_MODELS`, default joint: the posterior's model
+    of several judges, their joint verdict with any correlation, or independent given the
+    truth) and the sizes. ``n_rho_eta`` is ``"n_phi"`` (the default: the human-rated items
+    are the paired ones), ``"known"`` (the judges' confusion is known, no paired set) or
+    sizes (a separate paired set, with the configuration's class shares)."""
+
+    judges: AxisSpec = _DEFAULTS["judges"]
+    copy_rate: AxisSpec = _DEFAULTS["copy_rate"]
+    judge_model: tuple[str, ...] = (JOINT.name,)
+    n_phi: AxisSpec
+    n_rho_eta: AxisSpec = SHARED_SPELLING
+    n_m: AxisSpec
+
+
+class PreferenceBlock(_JudgesBlock):
     """One block of a preference grid: the Cartesian product of its axes.
 
-    ``n_rho_eta`` is ``"n_phi"`` (the default: the human-rated items are the paired
-    ones), ``"known"`` (the judges' confusion is known, no paired set) or sizes (a
-    separate paired set). ``tie_rate`` defaults to ⅓ (a guess is uniform over the three
-    verdicts when ``position_bias`` is 0), ``position_bias`` and ``copy_rate`` to 0,
-    ``judges`` to 1. ``judge_model`` (names of :data:`JUDGE_MODELS`, default joint) is the
-    posterior's model of several judges: their joint verdict, each true class's row of C a
-    distribution over all of them (any correlation), or independent given the truth.
+    ``tie_rate`` defaults to ⅓ (a guess is uniform over the three verdicts when
+    ``position_bias`` is 0), ``position_bias`` to 0; the judges and sizes are
+    :class:`_JudgesBlock`'s.
     """
 
     axes: ClassVar[tuple[str, ...]] = PREFERENCE_AXES
@@ -414,39 +475,11 @@ class PreferenceBlock(_Block):
     accuracy: AxisSpec
     tie_rate: AxisSpec = _DEFAULTS["tie_rate"]
     position_bias: AxisSpec = _DEFAULTS["position_bias"]
-    judges: AxisSpec = _DEFAULTS["judges"]
-    copy_rate: AxisSpec = _DEFAULTS["copy_rate"]
-    judge_model: tuple[str, ...] = (JOINT.name,)
-    n_phi: AxisSpec
-    n_rho_eta: AxisSpec = SHARED_SPELLING
-    n_m: AxisSpec
 
     @field_validator("*", mode="before")
     @classmethod
     def _normalise(cls, raw: Any, info) -> AxisSpec:
-        field = info.field_name
-        if field == "judge_model":
-            return _judge_models(raw)
-        if field == "n_rho_eta" and raw in (SHARED_SPELLING, KNOWN_SPELLING):
-            return raw
-        if isinstance(raw, str):
-            extra = " or 'n_phi' or 'known'" if field == "n_rho_eta" else ""
-            raise SweepError(
-                f"grid.{field}: {shown(raw)} is not an axis; give a list of values{extra} "
-                "(a preference grid ties no other axes)"
-            )
-        if field == "position_bias":
-            return axis_values(field, raw, low=-1.0)
-        if field == "judges":
-            values = axis_values(field, raw, low=1.0, high=MAX_JUDGES)
-            bad = [v for v in values if v != int(v)]
-            if bad:
-                raise SweepError(
-                    f"grid.judges: value {shown(bad[0])} is not a whole number; allowed: "
-                    f"1 to {MAX_JUDGES}"
-                )
-            return values
-        return axis_values(field, raw)
+        return _categorical_axis(info.field_name, raw)
 
     @model_validator(mode="after")
     def _check(self) -> PreferenceBlock:
@@ -459,11 +492,71 @@ class PreferenceBlock(_Block):
         return self
 
 
+class ScaleBlock(_JudgesBlock):
+    """One block of a scale (or classes) grid: the Cartesian product of its axes.
+
+    ``shares`` names the sweep file's class-share vectors; each judge's confusion is
+    either the family of ``off_by_one`` (and ``off_by_more``, default 0) or the sweep
+    file's matrices named by ``confusion``, not both. The judges and sizes are
+    :class:`_JudgesBlock`'s.
+    """
+
+    axes: ClassVar[tuple[str, ...]] = SCALE_AXES
+    shares: tuple[str, ...]
+    off_by_one: AxisSpec | None = None
+    off_by_more: AxisSpec | None = None
+    confusion: tuple[str, ...] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _off_by_more_default(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and "off_by_one" in raw and "off_by_more" not in raw:
+            return {**raw, "off_by_more": [0.0]}
+        return raw
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _normalise(cls, raw: Any, info) -> AxisSpec:
+        if raw is None and info.field_name in ("off_by_one", "off_by_more", "confusion"):
+            return None  # the confusion given the other way (a canonical form keeps the key)
+        if info.field_name in ("shares", "confusion"):
+            return _names(info.field_name, raw)
+        return _categorical_axis(info.field_name, raw)
+
+    @model_validator(mode="after")
+    def _check(self) -> ScaleBlock:
+        family = self.off_by_one is not None or self.off_by_more is not None
+        if family and self.confusion is not None:
+            raise SweepError(
+                "grid.confusion: a block gives each judge's confusion by name (confusion) or "
+                "by off_by_one and off_by_more, not both"
+            )
+        if not family and self.confusion is None:
+            raise SweepError(
+                "grid.off_by_one: required field is missing; give off_by_one (and "
+                "off_by_more) or confusion (names of the sweep file's confusions)"
+            )
+        if family:
+            if self.off_by_one is None:
+                raise SweepError("grid.off_by_one: required with off_by_more")
+            if max(self.off_by_one) + max(self.off_by_more) > 1.0 + 1e-12:
+                raise SweepError(
+                    f"grid.off_by_more: off_by_one {max(self.off_by_one):g} + off_by_more "
+                    f"{max(self.off_by_more):g} exceeds 1; they are shares of one judge's "
+                    "verdicts"
+                )
+        return self
+
+    def free_axes(self) -> tuple[str, ...]:
+        """The axes the block gives (the confusion's family or names, not both)."""
+        return tuple(a for a in super().free_axes() if getattr(self, a) is not None)
+
+
 class SweepSpec(_Strict):
     """A validated sweep file."""
 
     name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
-    ratings: Literal["binary", "preference"] = "binary"
+    ratings: Literal["binary", "preference", "scale", "classes"] = "binary"
     counts: Literal["expected", "sampled"] = "expected"
     replicates: int = Field(1, ge=1, le=1_000_000)
     seed: int = Field(0, ge=0, lt=2**63)
@@ -583,7 +676,53 @@ class SweepSpec(_Strict):
 _REMOVED_JUDGE_MODEL = {"judge_model": JOINT.name}
 
 
-class PreferenceSweepSpec(SweepSpec):
+class _CategoricalSweepSpec(SweepSpec):
+    """What every sweep of K-class ratings checks: the estimators have a K-class form,
+    and the exact rule applies (C known, :attr:`n_classes` ≤ 3)."""
+
+    @property
+    def n_classes(self) -> int:
+        """K."""
+        raise NotImplementedError
+
+    @model_validator(mode="after")
+    def _check_categorical(self) -> _CategoricalSweepSpec:
+        # The exact rule integrates π alone (kernels/categorical/quadrature.py, K ≤ 3): with
+        # C unknown its rows are in the posterior too.
+        if self.has_posterior and self.method == "quadrature":
+            if self.n_classes > 3:
+                raise SweepError(
+                    f"method: 'quadrature' integrates at most 3 classes; these ratings have "
+                    f"{self.n_classes}: use nuts"
+                )
+            unknown = [i for i, block in enumerate(self.grid) if not block.paired.known]
+            if unknown:
+                i = unknown[0]
+                where = "it" if len(self.grid) == 1 else f"grid[{i}]"
+                raise SweepError(
+                    f"method: 'quadrature' applies to a {self.ratings} posterior only with "
+                    f"the judges' confusion known (n_rho_eta: known in every block; {where} "
+                    f"has n_rho_eta {_shown(self.grid[i].n_rho_eta)}); otherwise π and every "
+                    "row of the confusion are sampled: use nuts"
+                )
+
+        def has_form(e: Estimator) -> bool:
+            return e.posterior or e.categorical is not None
+
+        missing = [e.name for e in self.estimator_values() if not has_form(e)]
+        if missing:
+            allowed = ", ".join(e.name for e in registered() if has_form(e))
+            raise SweepError(
+                f"estimators: {missing[0]!r} has no form for K-class ratings; allowed with "
+                f"ratings {self.ratings}: {allowed}"
+            )
+        return self
+
+    def surface_settings(self) -> dict[str, str]:
+        return {"ratings": self.ratings}
+
+
+class PreferenceSweepSpec(_CategoricalSweepSpec):
     """A validated sweep file with ``ratings: preference`` (:class:`PreferenceBlock` grids).
 
     The posterior's model of several judges is a grid axis (``judge_model``,
@@ -592,6 +731,10 @@ class PreferenceSweepSpec(SweepSpec):
 
     ratings: Literal["preference"]
     grid: tuple[PreferenceBlock, ...]
+
+    @property
+    def n_classes(self) -> int:
+        return 3
 
     @model_validator(mode="before")
     @classmethod
@@ -603,40 +746,10 @@ class PreferenceSweepSpec(SweepSpec):
             )
         return raw
 
-    @model_validator(mode="after")
-    def _check_preference(self) -> PreferenceSweepSpec:
-        # The exact rule integrates π alone (kernels/categorical/quadrature.py, K ≤ 3: a
-        # preference's three classes): with C unknown its rows are in the posterior too.
-        unknown = [i for i, block in enumerate(self.grid) if not block.paired.known]
-        if self.has_posterior and self.method == "quadrature" and unknown:
-            i = unknown[0]
-            where = "it" if len(self.grid) == 1 else f"grid[{i}]"
-            raise SweepError(
-                "method: 'quadrature' applies to a preference posterior only with the judges' "
-                f"confusion known (n_rho_eta: known in every block; {where} has n_rho_eta "
-                f"{_shown(self.grid[i].n_rho_eta)}); otherwise π and every row of the "
-                "confusion are sampled: use nuts"
-            )
-
-        def has_form(e: Estimator) -> bool:
-            return e.posterior or e.categorical is not None
-
-        missing = [e.name for e in self.estimator_values() if not has_form(e)]
-        if missing:
-            allowed = ", ".join(e.name for e in registered() if has_form(e))
-            raise SweepError(
-                f"estimators: {missing[0]!r} has no form for K-class ratings; allowed with "
-                f"ratings preference: {allowed}"
-            )
-        return self
-
     @property
     def rating_model(self) -> RatingModel:
         """:data:`sweep.spec.rating_model.PREFERENCE`."""
         return PREFERENCE
-
-    def surface_settings(self) -> dict[str, str]:
-        return {"ratings": self.ratings}
 
     def canonical(self) -> dict:
         """As :meth:`SweepSpec.canonical`; a block with the default ``judge_model`` leaves it
@@ -652,8 +765,157 @@ class PreferenceSweepSpec(SweepSpec):
         return data
 
 
+def _vector(field: str, raw: Any, k: int) -> tuple[float, ...]:
+    """K shares in [0, 1] that sum to 1 (a share vector, or a row of a confusion)."""
+    if not isinstance(raw, list | tuple) or len(raw) != k:
+        got = f"{len(raw)} numbers" if isinstance(raw, list | tuple) else shown(raw)
+        raise SweepError(f"{field}: {got}; give {k}, one per class")
+    for v in raw:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
+            raise SweepError(f"{field}: {shown(v)} is not a share in [0, 1]")
+    total = math.fsum(raw)
+    if abs(total - 1.0) > 1e-9:
+        raise SweepError(f"{field}: sums to {total:.12g}, not 1")
+    return tuple(canonical_number(float(v)) for v in raw)
+
+
+def _named(field: str, raw: Any, read) -> tuple[tuple[str, Any], ...]:
+    """A mapping of names to what ``read(field.name, value)`` makes of each value."""
+    if not isinstance(raw, dict) or not raw:
+        raise SweepError(f"{field}: {shown(raw)} is not a mapping of names to values")
+    for name in raw:
+        if not isinstance(name, str) or not name:
+            raise SweepError(f"{field}: {shown(name)} is not a name")
+    return tuple((name, read(f"{field}.{name}", value)) for name, value in raw.items())
+
+
+class ScaleSweepSpec(_CategoricalSweepSpec):
+    """A validated sweep file with ``ratings: scale`` (an ordered scale whose classes are its
+    ``values``, e.g. 1–5) or ``ratings: classes`` (``classes`` named, each with its value):
+    :class:`ScaleBlock` grids, the class-share vectors ``shares`` and the confusion
+    matrices ``confusions`` their blocks name (:mod:`sweep.spec.scale`)."""
+
+    ratings: Literal["scale", "classes"]
+    values: tuple[float, ...]
+    classes: tuple[str, ...] | None = None
+    shares: tuple[tuple[str, tuple[float, ...]], ...]
+    confusions: tuple[tuple[str, tuple[tuple[float, ...], ...]], ...] = ()
+    grid: tuple[ScaleBlock, ...]
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.values)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_classes(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return raw
+        raw = dict(raw)
+        values = raw.get("values")
+        if values is None:
+            raise SweepError("values: required field is missing; give each class's value")
+        if not isinstance(values, list | tuple) or not 2 <= len(values) <= MAX_CLASSES:
+            raise SweepError(
+                f"values: {shown(values)} is not allowed; give 2 to {MAX_CLASSES} numbers, "
+                "one per class"
+            )
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise SweepError(f"values: {shown(v)} is not a finite number")
+        if len(set(values)) != len(values):
+            raise SweepError(f"values: {list(values)} repeats a value")
+        ratings, names = raw.get("ratings"), raw.get("classes")
+        if ratings == "scale":
+            if list(values) != sorted(values):
+                raise SweepError(
+                    f"values: {list(values)} are not increasing; a scale lists its values in "
+                    "order (ratings: classes takes them in any order)"
+                )
+            if names is not None:
+                raise SweepError("classes: a scale's classes are its values; use ratings: classes")
+        elif ratings == "classes":
+            if not isinstance(names, list) or len(names) != len(values):
+                raise SweepError(
+                    f"classes: {shown(names)} is not allowed; give {len(values)} names, one per "
+                    "value"
+                )
+            if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+                raise SweepError(f"classes: {shown(names)} are not {len(names)} distinct names")
+        k = len(values)
+        raw["values"] = tuple(float(v) for v in values)
+        if "shares" not in raw:
+            raise SweepError("shares: required field is missing; give named share vectors")
+        raw["shares"] = _named("shares", raw["shares"], lambda f, v: _vector(f, v, k))
+
+        def matrix(field: str, rows: Any) -> tuple[tuple[float, ...], ...]:
+            if not isinstance(rows, list | tuple) or len(rows) != k:
+                got = f"{len(rows)} rows" if isinstance(rows, list | tuple) else shown(rows)
+                raise SweepError(f"{field}: {got}; give {k} rows, one per true class")
+            return tuple(_vector(f"{field}[{i}]", row, k) for i, row in enumerate(rows))
+
+        if raw.get("confusions", {}) != {}:  # a file may name none
+            raw["confusions"] = _named("confusions", raw["confusions"], matrix)
+        else:
+            raw["confusions"] = ()
+        return raw
+
+    @model_validator(mode="after")
+    def _check_scale(self) -> ScaleSweepSpec:
+        k = self.n_classes
+        shares, confusions = dict(self.shares), dict(self.confusions)
+        for i, block in enumerate(self.grid):
+            where = "grid" if len(self.grid) == 1 else f"grid[{i}]"
+            for field, known in (("shares", shares), ("confusion", confusions)):
+                for name in getattr(block, field) or ():
+                    if name not in known:
+                        allowed = ", ".join(known) or f"none (the sweep file has no {field}s)"
+                        raise SweepError(
+                            f"{where}.{field}: {name!r} is not one of the sweep file's "
+                            f"{'shares' if field == 'shares' else 'confusions'}; allowed: "
+                            f"{allowed}"
+                        )
+            if block.off_by_more is not None and k == 2 and max(block.off_by_more) > 0:
+                raise SweepError(
+                    f"{where}.off_by_more: {max(block.off_by_more):g} is not allowed with 2 "
+                    "classes (none is two away); allowed: 0"
+                )
+            judges = int(max(block.judges))
+            if k**judges > MAX_OUTCOMES:
+                most = max(j for j in range(1, MAX_JUDGES + 1) if k**j <= MAX_OUTCOMES)
+                raise SweepError(
+                    f"{where}.judges: {judges} judges of {k} classes make {k**judges} joint "
+                    f"verdicts; allowed: at most {MAX_OUTCOMES} ({most} judge"
+                    f"{'s' if most > 1 else ''})"
+                )
+        return self
+
+    @property
+    def rating_model(self) -> RatingModel:
+        """:func:`sweep.spec.rating_model.scale_model` of the sweep's values, shares and
+        confusions."""
+        return scale_model(ScaleSettings(self.values, self.shares, self.confusions))
+
+    def canonical(self) -> dict:
+        """As :meth:`SweepSpec.canonical`, the named vectors and matrices as mappings (as
+        the sweep file gives them)."""
+        data = super().canonical()
+        data["shares"] = {name: list(v) for name, v in self.shares}
+        data["confusions"] = {name: [list(r) for r in m] for name, m in self.confusions}
+        if not data["confusions"]:
+            del data["confusions"]
+        if data["classes"] is None:
+            del data["classes"]
+        return data
+
+
 #: The sweep file's classes by their ``ratings`` value.
-SPECS: dict[str, type[SweepSpec]] = {"binary": SweepSpec, "preference": PreferenceSweepSpec}
+SPECS: dict[str, type[SweepSpec]] = {
+    "binary": SweepSpec,
+    "preference": PreferenceSweepSpec,
+    "scale": ScaleSweepSpec,
+    "classes": ScaleSweepSpec,
+}
 
 
 def _location(parts, single_block: bool) -> str:
@@ -673,7 +935,7 @@ def _unknown_key(loc: tuple, single_block: bool, spec: type[SweepSpec] = SweepSp
     parent = _location(loc[:-1], single_block)
     block = spec.model_fields["grid"].annotation.__args__[0]
     model = {"": spec, "sampler": SamplerSettings}.get(parent, block)
-    allowed = list(model.model_fields)
+    allowed = list(block.axes if model is block else model.model_fields)
     key = loc[-1]
     close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]}?)" if close else ""

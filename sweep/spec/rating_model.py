@@ -21,6 +21,7 @@ model plugs in").
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -31,10 +32,17 @@ from binmetric_sweep.kernels.categorical import counts as categorical_counts
 from binmetric_sweep.kernels.categorical.counts import Layout
 from binmetric_sweep.kernels.counts import Counts, Design
 from binmetric_sweep.kernels.paired import PairedKind, kinds_of_flags, separate
-from binmetric_sweep.sweep.spec import categorical
+from binmetric_sweep.sweep.spec import categorical, scale
 from binmetric_sweep.sweep.spec.lanes import lane_designs
 
-__all__ = ["BINARY", "PREFERENCE", "RatingModel", "binary_id_text", "binary_lane_designs"]
+__all__ = [
+    "BINARY",
+    "PREFERENCE",
+    "RatingModel",
+    "binary_id_text",
+    "binary_lane_designs",
+    "scale_model",
+]
 
 
 class RatingModel(NamedTuple):
@@ -133,9 +141,30 @@ PREFERENCE = RatingModel(
     expected_counts=categorical_counts.expected_counts,
     draw_counts=categorical_counts.draw_counts,
     id_text=categorical.preference_id_text,
-    columns="categorical",
+    columns="preference",
     expand=categorical.expand_preference_grid,
     layout=categorical.preference_layout,
     layout_columns=("judges", "confusion_known", "judge_model"),
-    independent_judges=categorical.preference_independent_judges,
+    independent_judges=categorical.independent_judges,
 )
+
+
+def scale_model(settings: scale.ScaleSettings) -> RatingModel:
+    """An ordered scale or explicit classes with the values, share vectors and confusion
+    matrices of ``settings`` (a sweep file's ``ratings: scale`` or ``classes``;
+    :mod:`sweep.spec.scale`)."""
+    return RatingModel(
+        name="scale",
+        parameters=scale.SCALE_PARAMETERS,
+        truth="theta",
+        count_fields=PREFERENCE.count_fields,
+        lane_designs=partial(scale.scale_lane_designs, settings),
+        expected_counts=categorical_counts.expected_counts,
+        draw_counts=categorical_counts.draw_counts,
+        id_text=partial(scale.scale_id_text, settings),
+        columns="scale",
+        expand=partial(scale.expand_scale_grid, settings),
+        layout=partial(scale.scale_layout, settings),
+        layout_columns=PREFERENCE.layout_columns,
+        independent_judges=categorical.independent_judges,
+    )

@@ -52,6 +52,7 @@ __all__ = [
     "LABELS",
     "MEANINGS",
     "MODELS",
+    "MODEL_GROUPS",
     "ANY_MODEL",
     "PROBABILITY_AXES",
     "REPLICATE_VALUES",
@@ -86,10 +87,13 @@ DTYPES: dict[str, str] = {
     "int64 list": "object",
 }
 
-#: The rating models whose tables a column is in: ``""`` every one, else the model's
-#: kind (:attr:`sweep.spec.rating_model.RatingModel.columns`). Binary is MODEL.md's
-#: model; categorical its K-class, J-judge generalisation.
-MODELS = ("binary", "categorical")
+#: The rating models whose tables a column is in: ``""`` every one, else one of these
+#: (:attr:`sweep.spec.rating_model.RatingModel.columns`) or a group of them
+#: (:data:`MODEL_GROUPS`). Binary is MODEL.md's model; preference and scale its K-class,
+#: J-judge generalisation (a scale also stands for explicit ``classes``).
+MODELS = ("binary", "preference", "scale")
+#: Names for several models' columns: categorical, every K-class model's.
+MODEL_GROUPS: dict[str, tuple[str, ...]] = {"categorical": ("preference", "scale")}
 ANY_MODEL = "any"
 
 #: What a column is.
@@ -146,8 +150,8 @@ class Column(NamedTuple):
             one replicate of expected counts cannot say.
         unsampled: a sampler column's value on an estimator that samples nothing
             (every estimator but the posterior, and the posterior's exact fits).
-        model: the rating model whose tables have it (one of :data:`MODELS`), or ``""``
-            for every model's.
+        model: the rating model whose tables have it (one of :data:`MODELS` or a group of
+            :data:`MODEL_GROUPS`), or ``""`` for every model's.
     """
 
     name: str
@@ -254,12 +258,14 @@ _REGISTRY: tuple[Column, ...] = (
         grid=True,
         model="binary",
     ),
-    # The surface: a categorical configuration's values (preferences: sweep.spec.categorical).
+    # The surface: a categorical configuration's values (preferences: sweep.spec.categorical;
+    # scales and explicit classes: sweep.spec.scale).
     _axis(
         "theta",
         "float64",
         "configuration",
-        "θ = Σ v_k π_k, what the estimators estimate (preferences: A's win rate, ties half)",
+        "θ = Σ v_k π_k, what the estimators estimate (preferences: A's win rate, ties half; "
+        "a scale: the mean score)",
         r"$\theta$ (estimand)",
         symbol=r"$\theta$",
         model="categorical",
@@ -272,7 +278,7 @@ _REGISTRY: tuple[Column, ...] = (
         "share A better",
         symbol="win",
         grid=True,
-        model="categorical",
+        model="preference",
     ),
     _axis(
         "tie",
@@ -282,7 +288,7 @@ _REGISTRY: tuple[Column, ...] = (
         "share of ties",
         symbol="tie",
         grid=True,
-        model="categorical",
+        model="preference",
     ),
     _axis(
         "accuracy",
@@ -292,7 +298,7 @@ _REGISTRY: tuple[Column, ...] = (
         "judge accuracy",
         symbol="accuracy",
         grid=True,
-        model="categorical",
+        model="preference",
     ),
     _axis(
         "tie_rate",
@@ -302,7 +308,7 @@ _REGISTRY: tuple[Column, ...] = (
         "judge's tie rate when guessing",
         symbol="tie rate",
         grid=True,
-        model="categorical",
+        model="preference",
     ),
     _axis(
         "position_bias",
@@ -312,7 +318,49 @@ _REGISTRY: tuple[Column, ...] = (
         "judge's position bias",
         symbol="position bias",
         grid=True,
-        model="categorical",
+        model="preference",
+    ),
+    _axis(
+        "shares",
+        "string",
+        "configuration",
+        "the class shares π: the name of one of the sweep file's share vectors (shares:)",
+        "class shares",
+        symbol="shares",
+        grid=True,
+        model="scale",
+    ),
+    _axis(
+        "off_by_one",
+        "float64",
+        "configuration",
+        "each judge's chance of a verdict one class off the truth (null with a named confusion)",
+        "judge off by one",
+        symbol="off by one",
+        grid=True,
+        model="scale",
+    ),
+    _axis(
+        "off_by_more",
+        "float64",
+        "configuration",
+        "each judge's chance of a verdict two or more classes off the truth (null with a "
+        "named confusion)",
+        "judge off by more",
+        symbol="off by more",
+        grid=True,
+        model="scale",
+    ),
+    _axis(
+        "confusion",
+        "string",
+        "configuration",
+        "each judge's confusion: the name of one of the sweep file's matrices "
+        "(confusions:; null with off_by_one, off_by_more)",
+        "judge confusion",
+        symbol="confusion",
+        grid=True,
+        model="scale",
     ),
     _axis(
         "judges",
@@ -428,7 +476,7 @@ _REGISTRY: tuple[Column, ...] = (
         "ratings",
         "string",
         "sweep",
-        "what is rated, as in the sweep file (preference)",
+        "what is rated, as in the sweep file (preference, scale or classes)",
         "ratings",
         model="categorical",
     ),
@@ -625,7 +673,7 @@ def _checked(columns: tuple[Column, ...]) -> dict[str, Column]:
             column.tables == _SURFACE and column.role == "value"
         ):
             raise ValueError(f"{where}: only a surface value is per level, interval or replicated")
-        if column.model and column.model not in MODELS:
+        if column.model and column.model not in (*MODELS, *MODEL_GROUPS):
             raise ValueError(f"{where}: model {column.model!r} is not one of {MODELS}")
         if (column.unsampled is None) != (column.source != "sampler"):
             raise ValueError(f"{where}: a sampler's column, and only one, has an unsampled value")
@@ -647,8 +695,13 @@ def columns_of(table: str, model: str = "binary") -> tuple[Column, ...]:
     return tuple(
         c
         for c in COLUMNS.values()
-        if table in c.tables and (model == ANY_MODEL or c.model in ("", model))
+        if table in c.tables and (model == ANY_MODEL or _in_model(c, model))
     )
+
+
+def _in_model(column: Column, model: str) -> bool:
+    """Whether ``model``'s tables have ``column``."""
+    return column.model in ("", model) or model in MODEL_GROUPS.get(column.model, ())
 
 
 def names(table: str, model: str = "binary") -> tuple[str, ...]:

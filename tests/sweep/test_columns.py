@@ -90,7 +90,7 @@ def test_the_readme_tables_list_exactly_the_registry_columns_with_their_types(ca
                 assert word == README_TYPES[COLUMNS[name].dtype], (caption, name, word)
         listed += row_names
     assert len(listed) == len(set(listed)), f"README {caption} lists a column twice"
-    registry = set(names(table, columns.ANY_MODEL))  # binary and preference columns
+    registry = set(names(table, columns.ANY_MODEL))  # every rating model's columns
     assert set(listed) == registry, (
         f"README {caption}: not in the registry {sorted(set(listed) - registry)}, "
         f"not in the README {sorted(registry - set(listed))}"
@@ -163,7 +163,9 @@ def test_the_axis_lists_are_the_registrys():
     assert set(tables.AXES) | set(tables.CATEGORY_COLUMNS) == {
         c.name for c in columns_of(SURFACE, columns.ANY_MODEL) if c.role == "axis"
     }
-    assert tables.CATEGORY_COLUMNS == ("judge_model", "counts", "method", "ratings", "estimator")
+    assert tables.CATEGORY_COLUMNS == (
+        *("shares", "confusion", "judge_model", "counts", "method", "ratings", "estimator"),
+    )
     assert set(tables.REPLICATE_VALUES) >= {"coverage", "bias_sd", "se_ratio"}
     assert tables.INTERVAL_VALUES == {"eps", "se_mean", "width_mean", "coverage"}
 

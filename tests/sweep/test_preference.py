@@ -176,8 +176,8 @@ def estimators_run(tmp_path_factory):
 def test_a_preference_run_writes_the_registry_s_tables(estimators_run):
     surface = api.load_surface(estimators_run / "a")
     fits = api.load_fits(estimators_run / "a")
-    assert tuple(surface.columns) == names(SURFACE, "categorical")
-    assert tuple(fits.columns) == names(FITS, "categorical")
+    assert tuple(surface.columns) == names(SURFACE, "preference")
+    assert tuple(fits.columns) == names(FITS, "preference")
     assert set(surface.ratings) == {"preference"} and set(surface.judge_model) == {"joint"}
     row = fits.iloc[0]
     assert (
