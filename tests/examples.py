@@ -68,8 +68,8 @@ Rules
     cores, seconds with its programs cached) and ``sampled-coverage.yaml``
     (about 37 s cold, 5 s cached: compiling dominates, and 4 replicates
     instead of 50 measured 38 s cold, 3 s cached, so cutting them saves
-    nothing worth the difference), and ``preferences.yaml`` (the classical
-    estimators alone: seconds).
+    nothing worth the difference), and ``preferences.yaml`` and
+    ``scales.yaml`` (the classical estimators alone: seconds).
 4.  Shown output: a command's shown lines are compared with its standard
     output line by line, exactly after trailing spaces are stripped. A ``...``
     line stands for lines left out; elsewhere the shown lines must be the
