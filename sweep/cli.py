@@ -356,6 +356,13 @@ def _compare_parser(commands) -> None:
         default=None,
         help="with --classes, several judges: " + _listed(JUDGE_MODELS.values(), JOINT.name),
     )
+    compare.add_argument(
+        "--verdicts",
+        metavar="WORD=VERDICT,...",
+        help="a battles file (columns model_a, model_b): its verdict words, each mapped to "
+        "model_a, model_b or tie, e.g. win=model_a,loss=model_b,draw=tie (default: model_a, "
+        "model_b, tie, tie (bothbad))",
+    )
     compare.add_argument("--json", action="store_true", help="print one JSON object")
     compare.add_argument(
         "--out", metavar="DIR", help="write systems.parquet and pairs.parquet into DIR"
