@@ -64,6 +64,8 @@ class ArenaDraws(NamedTuple):
             other systems of P(i beats j) + ½·P(tie).
         better: ``(M, S, S)`` bool is i truly better than j: s_i > s_j, or for the pairs
             model P(i beats j) > P(j beats i).
+        pairs: ``(M, P, 3)`` each unordered pair (i < j, row-major)'s π over (i worse, tie,
+            i better).
         log_confusion: ``(M, J, 3, 3)`` each judge's log C_j (its marginal of the joint
             model's), or None without judges.
         rhat_max, ess_min: the worst split R-hat and bulk ESS over every coordinate.
@@ -74,6 +76,7 @@ class ArenaDraws(NamedTuple):
     log_nu: np.ndarray
     win_rates: np.ndarray
     better: np.ndarray
+    pairs: np.ndarray
     log_confusion: np.ndarray | None
     rhat_max: float
     ess_min: float
@@ -120,7 +123,9 @@ def _draw_summary(position: Array, shape: ArenaShape):
     log_confusion = parameters.log_confusion
     if log_confusion is not None and not shape.independent:
         log_confusion = _marginal_confusions(log_confusion, shape.judges)
-    return strengths, parameters.log_nu, win_rates, better, log_confusion
+    i, j = np.triu_indices(shape.systems, 1)
+    pairs = jnp.stack([beats[j, i], ties[i, j], beats[i, j]], axis=-1)
+    return strengths, parameters.log_nu, win_rates, better, pairs, log_confusion
 
 
 def _initial_positions(key: Array, shape: ArenaShape, chains: int) -> Array:
@@ -166,7 +171,7 @@ def sample_arena(
     summary = jax.jit(jax.vmap(lambda p: _draw_summary(p, shape)))(
         positions.reshape(-1, shape.size)
     )
-    strengths, log_nu, win_rates, better, log_confusion = (
+    strengths, log_nu, win_rates, better, pairs, log_confusion = (
         None if x is None else np.asarray(x) for x in summary
     )
     # Health over what is reported: the strengths (or win rates), ν, the confusions.
@@ -184,6 +189,7 @@ def sample_arena(
         log_nu=log_nu,
         win_rates=win_rates,
         better=better,
+        pairs=pairs,
         log_confusion=log_confusion,
         rhat_max=float(np.nanmax(rhat)),
         ess_min=float(np.nanmin(ess)),
