@@ -60,8 +60,11 @@ __all__ = [
     "Battles",
     "VerdictWords",
     "battles_from_frame",
+    "components",
+    "file_columns",
     "is_battles",
     "read_battles",
+    "require_connected",
 ]
 
 #: The columns every battles table has; ``item`` may be there too.
@@ -157,12 +160,14 @@ class Battles(NamedTuple):
         judges: the judge columns, in order; ``cells.judged``'s columns.
         cells: the battles by (a, b, human verdict, judges' verdicts) cell.
         ignored: the columns not used, in the file's order (``item`` among them).
+        source: the file as given (``battles`` for a DataFrame), for error lines.
     """
 
     systems: tuple[str, ...]
     judges: tuple[str, ...]
     cells: BattleCells
     ignored: tuple[str, ...]
+    source: str = "battles"
 
     @property
     def human_verdicts(self) -> int:
@@ -185,6 +190,59 @@ def is_battles(columns: Sequence[object]) -> bool:
     """Whether a table of these columns is a battles table (it has model_a and model_b)."""
     names = {str(c) for c in columns}
     return "model_a" in names and "model_b" in names
+
+
+class _Found(Exception):
+    """Carries a file's column names out of :func:`~.ratings.read_frame`'s selection."""
+
+
+def file_columns(source: str | os.PathLike) -> list[str] | None:
+    """The column names of a ratings or battles file, or None where it cannot be read (the
+    reader that follows then says why). CSV and Parquet are read no further than their
+    header; JSON Lines has none, so it is read whole."""
+
+    def stop(columns, _source):
+        raise _Found([str(c) for c in columns])
+
+    try:
+        read_frame(source, stop)
+    except _Found as found:
+        return found.args[0]
+    except SweepError:
+        return None
+    return None  # pragma: no cover - read_frame always calls the selection
+
+
+def components(cells: BattleCells, systems: int) -> list[list[int]]:
+    """The systems' connected components in the graph whose edges are the cells' battles
+    (a system with no battle is a component alone), each sorted, ordered by their first
+    system."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    edges = np.ones(len(cells.a))
+    graph = coo_matrix((edges, (cells.a, cells.b)), shape=(systems, systems))
+    _, label = connected_components(graph, directed=False)
+    groups: dict[int, list[int]] = {}
+    for system, group in enumerate(label):
+        groups.setdefault(int(group), []).append(system)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def require_connected(battles: Battles, cells: BattleCells | None = None, what: str = "") -> None:
+    """Return if every system is joined to every other through ``cells``' battles (default:
+    all of them); else raise naming the systems of each component: strengths in different
+    components are not compared by any battle, so their ranking is not identified.
+    ``what`` says which battles these are (e.g. " with a human verdict")."""
+    groups = components(battles.cells if cells is None else cells, len(battles.systems))
+    if len(groups) <= 1:
+        return
+    named = "; ".join("{" + ", ".join(battles.systems[i] for i in group) + "}" for group in groups)
+    raise SweepError(
+        f"{battles.source}: the systems are not all connected through the battles{what} "
+        f"({len(groups)} groups with no battle between them: {named}); the ranking is not "
+        "identified: add battles between the groups or compare each group alone"
+    )
 
 
 def read_battles(
@@ -353,4 +411,4 @@ def _battles(frame, names, source, named, words) -> Battles:
     judges, judged = _judge_columns(frame, names, source, named, words)
     cells = count_cells(a, b, human, np.column_stack(judged))
     ignored = tuple(n for n in names if n not in (*BATTLE_COLUMNS, *judges))
-    return Battles(systems=systems, judges=judges, cells=cells, ignored=ignored)
+    return Battles(systems=systems, judges=judges, cells=cells, ignored=ignored, source=source)
