@@ -268,8 +268,9 @@ def _compare_parser(commands) -> None:
         RATE_MODELS,
         Method,
     )
+    from binmetric_sweep.sweep.compare.arena import ARENA_METHODS, ARENA_MODELS, BRADLEY_TERRY
     from binmetric_sweep.sweep.compare.ratings import LABEL_POLICIES, REFUSE
-    from binmetric_sweep.sweep.spec.categorical import JOINT, JUDGE_MODELS
+    from binmetric_sweep.sweep.spec.categorical import INDEPENDENT, JOINT, JUDGE_MODELS
 
     compare = commands.add_parser(
         "compare",
@@ -282,7 +283,8 @@ def _compare_parser(commands) -> None:
         metavar="RATINGS",
         help="CSV, Parquet or JSON Lines: rows of labels (system, human, metric: 1, 0 or "
         "empty; with an item column, one output's labels may sit on several rows), or one "
-        "row per system with the model's counts",
+        "row per system with the model's counts; or a battles file (columns model_a, "
+        "model_b, human and one per judge: a leaderboard from pairwise verdicts)",
     )
     compare.add_argument(
         "--rates",
@@ -303,7 +305,8 @@ def _compare_parser(commands) -> None:
         type=float,
         default=0.95,
         metavar="L",
-        help="credible level of each system's interval, in (0, 1) (default 0.95)",
+        help="credible level of each system's interval, in (0, 1) (default 0.95); battles: of "
+        "every interval and of the simultaneous rank sets",
     )
     compare.add_argument(
         "--adjust",
@@ -335,7 +338,9 @@ def _compare_parser(commands) -> None:
         default=POSTERIOR.name,
         metavar="NAME",
         help=f"{_estimators_listed('its estimate per system, a z-test per pair')}, "
-        "or all, side by side",
+        "or all, side by side; battles: "
+        + _listed(ARENA_METHODS.values(), POSTERIOR.name)
+        + ", or all",
     )
     compare.add_argument(
         "--classes",
@@ -348,13 +353,27 @@ def _compare_parser(commands) -> None:
         "--judge-columns",
         metavar="A,B",
         help="with --classes: the judges' columns, in order (default: every column called "
-        "metric or starting with judge)",
+        "metric or starting with judge); battles: the judge columns (default: every other "
+        "column of verdicts)",
     )
     compare.add_argument(
         "--judge-model",
         choices=tuple(JUDGE_MODELS),
         default=None,
-        help="with --classes, several judges: " + _listed(JUDGE_MODELS.values(), JOINT.name),
+        help="with --classes, several judges: "
+        + _listed(JUDGE_MODELS.values(), JOINT.name)
+        + f"; battles: the same models (default {INDEPENDENT.name})",
+    )
+    compare.add_argument(
+        "--model",
+        choices=tuple(ARENA_MODELS),
+        default=None,
+        help="battles: the systems' model: " + _listed(ARENA_MODELS.values(), BRADLEY_TERRY.name),
+    )
+    compare.add_argument(
+        "--nuts",
+        metavar="C,W,S",
+        help="battles: NUTS's chains, warm-up and samples per chain (default 4,500,1000)",
     )
     compare.add_argument(
         "--verdicts",
@@ -365,7 +384,10 @@ def _compare_parser(commands) -> None:
     )
     compare.add_argument("--json", action="store_true", help="print one JSON object")
     compare.add_argument(
-        "--out", metavar="DIR", help="write systems.parquet and pairs.parquet into DIR"
+        "--out",
+        metavar="DIR",
+        help="write systems.parquet and pairs.parquet into DIR (battles: leaderboard, pairs, "
+        "judges and health .parquet)",
     )
     compare.add_argument(
         "-o",
@@ -395,6 +417,27 @@ def _compare_parser(commands) -> None:
         metavar="P",
         help="power of those plans, in [0.5, 1) (default 0.8)",
     )
+    # What a battles file refuses, with each flag's default (given: a value not its default).
+    compare.set_defaults(
+        ratings_only={f: compare.get_default(f.lstrip("-").replace("-", "_")) for f in RATINGS_ONLY}
+    )
+
+
+#: ``sweep compare``'s flags that mean nothing for a battles file.
+RATINGS_ONLY = (
+    "--rates",
+    "--gamma",
+    "--adjust",
+    "--method",
+    "--annotators",
+    "--judges",
+    "--classes",
+    "--cost-metric",
+    "--cost-human",
+    "--power",
+)
+#: The flags only a battles file reads.
+BATTLES_ONLY = ("--model", "--verdicts", "--nuts")
 
 
 #: ``sweep plan``'s scenario options: name, metavar and help. Their values are
@@ -680,6 +723,19 @@ def _plan_preference(args) -> int:
 
 def _compare(args) -> None:
     from binmetric_sweep.sweep.compare import CompareOptions, compare
+    from binmetric_sweep.sweep.compare.battles import file_columns, is_battles
+
+    # A file with model_a and model_b columns is battles; one that cannot be read is left
+    # to the ratings reader, which says why.
+    columns = file_columns(args.ratings)
+    if columns is not None and is_battles(columns):
+        return _compare_battles(args)
+    for flag in BATTLES_ONLY:
+        if getattr(args, flag.lstrip("-")) is not None:
+            raise SweepError(
+                f"{flag}: reads a battles file (columns model_a, model_b); "
+                f"{args.ratings} is not one"
+            )
     from binmetric_sweep.sweep.compare.report import (
         comparison_json,
         comparison_text,
@@ -740,6 +796,70 @@ def _compare(args) -> None:
         )
     for path in wrote:
         print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+
+
+def _compare_battles(args) -> None:
+    """``sweep compare`` on a battles file: every option checked, then the leaderboard."""
+    from binmetric_sweep.sweep.compare.arena import ArenaOptions, compare_battles
+    from binmetric_sweep.sweep.compare.arena_report import (
+        arena_json,
+        arena_text,
+        write_arena_tables,
+    )
+    from binmetric_sweep.sweep.paths import check_out_dir
+
+    for flag, default in args.ratings_only.items():
+        if getattr(args, flag.lstrip("-").replace("-", "_")) != default:
+            raise SweepError(
+                f"{flag}: not for a battles file ({args.ratings} has columns model_a, model_b); "
+                "battles take --estimator, --model, --judge-columns, --judge-model, "
+                "--verdicts, --level, --seed, --nuts, --json, --out and -o"
+            )
+    options = ArenaOptions.of(
+        estimator=args.estimator,
+        model=args.model or "bt",
+        judge_model=args.judge_model,
+        judge_columns=args.judge_columns,
+        verdicts=args.verdicts,
+        level=args.level,
+        seed=args.seed,
+        sampler=args.nuts,
+    )
+    draw = None
+    if args.output:
+        from binmetric_sweep.sweep.display.plots import check_image_path
+
+        draw = _arena_figure()
+        check_image_path(args.output)
+    if args.out:
+        check_out_dir(args.out)
+    result = compare_battles(args.ratings, options)
+    for line in result.notes:
+        print(f"sweep: note: {line}", file=sys.stderr)
+    for line in result.warnings:
+        print(f"sweep: warning: {line}", file=sys.stderr)
+    print(arena_json(result) if args.json else arena_text(result))
+    wrote = []
+    if args.out:
+        wrote += write_arena_tables(result, args.out, os.path.basename(args.ratings))
+    if draw is not None:
+        wrote.append(draw(result, args.output))
+    for path in wrote:
+        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+
+
+def _arena_figure():
+    """The battles figure's function ``(result, path) -> path``; refused, before anything is
+    read, while sweep/compare/arena_figure.py is not there."""
+    try:
+        from binmetric_sweep.sweep.compare import arena_figure
+    except ImportError:
+        raise SweepError(
+            "-o: the battles figure is not built in this version; use --json or --out"
+        ) from None
+    # Integration point (issue 67 item 3): arena_figure.py is another session's; its entry
+    # point is called here with the comparison and the path.
+    return arena_figure.draw_comparison
 
 
 def _pilot_notes(pilot) -> None:
