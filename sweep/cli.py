@@ -205,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="campaigns simulated to check the power and type-I rate; 0 skips (default 400); "
-        "with --ratings preference, bayes is simulated only when N is given (3N NUTS fits, "
-        "slow on a CPU: docs/performance.md)",
+        "with --ratings preference, scale or classes, bayes is simulated only when N is given "
+        "(3N NUTS fits, slow on a CPU: docs/performance.md)",
     )
     plan.add_argument(
         "--seed",
@@ -225,20 +225,28 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="one JSON object per scenario")
     plan.add_argument(
         "--ratings",
-        choices=("binary", "preference"),
+        choices=("binary", "preference", "scale", "classes"),
         default="binary",
-        help="binary (adequate or not, the default: --alpha, --rho, --eta, --cost-metric) or "
+        help="binary (adequate or not, the default: --alpha, --rho, --eta, --cost-metric), "
         "preference (A better, tie, B better; θ = A's win rate with ties counted half: "
-        "--win, --tie, --accuracy, ... below, --cost-judge)",
+        "--win, --tie, --accuracy, ... below, --cost-judge), scale (a score whose classes are "
+        "--values, e.g. 1-5; θ = the mean score, ε in its units: --values, --shares, "
+        "--off-by-one or --confusion, --cost-judge) or classes (named by --classes, each with "
+        "its value in --values)",
     )
-    for name, metavar, text in PREFERENCE_PLAN_OPTIONS:
-        kind = str if name in ("cost_judge", "judges") else float
+    for name, metavar, text in (
+        *PREFERENCE_PLAN_OPTIONS,
+        *SCALE_PLAN_OPTIONS,
+        *JUDGED_PLAN_OPTIONS,
+    ):
+        kind = float if name in _NUMBER_OPTIONS else str
         plan.add_argument(f"--{name.replace('_', '-')}", type=kind, metavar=metavar, help=text)
     plan.add_argument(
         "--no-nuts-check",
         action="store_true",
-        help="with --ratings preference: plan bayes by its asymptotic SD alone, without "
-        "measuring the posterior SD by NUTS at the plan (a minute or more on CPU)",
+        help="with --ratings preference, scale or classes: plan bayes by its asymptotic SD "
+        "alone, without measuring the posterior SD by NUTS at the plan (a minute or more on "
+        "CPU)",
     )
     _compare_parser(commands)
     plan.add_argument("-o", "--output", metavar="FILE.png", help="draw the frontier (needs --eps)")
@@ -501,29 +509,66 @@ PREFERENCE_PLAN_OPTIONS = (
         "B",
         "preference: a guess's lean towards A, the side shown first, in [-1, 1] (default 0)",
     ),
-    ("judges", "J", "preference: judges rating every item, 1 to 3 (default 1)"),
+)
+
+#: ``sweep plan --ratings scale``'s (and ``classes``') own scenario options (checked by
+#: ``sweep.plan.scale_spec.ScalePlanSpec``, whose errors name the option).
+SCALE_PLAN_OPTIONS = (
+    (
+        "values",
+        "V,V,...",
+        "scale: the classes' values, increasing (1,2,3,4,5; negative: --values=-2,-1,0,1,2); "
+        "classes: each named class's value, in any order; required",
+    ),
+    ("classes", "NAME,...", "classes: the classes' names, one per value (bad,fair,good)"),
+    ("shares", "S,S,...", "scale: each class's share of the items, >= 0, summing to 1; required"),
+    (
+        "off_by_one",
+        "A",
+        "scale: probability a judge is one class off (to each neighbour equally), [0, 1]",
+    ),
+    (
+        "off_by_more",
+        "B",
+        "scale: probability a judge is two or more classes off, [0, 1] (default 0)",
+    ),
+    (
+        "confusion",
+        "'R1;R2;...'",
+        "scale: instead of --off-by-one, a judge's confusion, K rows (one per true class) of "
+        "K comma-separated shares, each row summing to 1",
+    ),
+)
+
+#: The options of every K-class plan (preference, scale, classes).
+JUDGED_PLAN_OPTIONS = (
+    (
+        "judges",
+        "J",
+        "preference, scale: judges rating every item, 1 to 3, at most 27 joint verdicts "
+        "(default 1)",
+    ),
     (
         "copy_rate",
         "C",
-        "preference: how often a later judge repeats judge 1's verdict, [0, 1] (default 0)",
+        "preference, scale: how often a later judge repeats judge 1's verdict, [0, 1] (default 0)",
     ),
     (
         "cost_judge",
         "C[,C...]",
-        "preference: price of one judge verdict in --cost-human units, one value (every "
-        "judge's) or one per judge (0.01,0.02); required",
+        "preference, scale: price of one judge verdict in --cost-human units, one value "
+        "(every judge's) or one per judge (0.01,0.02); required",
     ),
 )
 
-#: The scenario fields of ``sweep plan --ratings preference``: its own and the shared ones.
-PREFERENCE_PLAN_FIELDS = tuple(name for name, _, _ in PREFERENCE_PLAN_OPTIONS) + (
-    "eps",
-    "budget",
-    "gamma",
-    "power",
-    "cost_human",
-    "n_rho_eta",
-)
+#: The K-class plans' options that are numbers (the rest are read by their specs).
+_NUMBER_OPTIONS = (
+    "win", "tie", "accuracy", "tie_rate", "position_bias", "copy_rate", "off_by_one",
+    "off_by_more",
+)  # fmt: skip
+
+#: The scenario fields a K-class plan shares with the binary one.
+SHARED_PLAN_FIELDS = ("eps", "budget", "gamma", "power", "cost_human", "n_rho_eta")
 
 
 def _run(args) -> None:
@@ -612,12 +657,21 @@ def _plot(args) -> None:
 
 
 def _plan(args) -> int:
-    if args.ratings == "preference":
-        return _plan_preference(args)
-    own = [n for n, _, _ in PREFERENCE_PLAN_OPTIONS if getattr(args, n) is not None]
-    if own or args.no_nuts_check:
-        flag = own[0].replace("_", "-") if own else "no-nuts-check"
-        raise SweepError(f"--{flag}: a preference campaign's; give --ratings preference")
+    if args.ratings != "binary":
+        return _plan_campaign(args)
+    kinds = (
+        ("a preference campaign's", "preference", PREFERENCE_PLAN_OPTIONS),
+        ("a scale campaign's", "scale (or classes)", SCALE_PLAN_OPTIONS),
+        ("a K-class campaign's", "preference, scale or classes", JUDGED_PLAN_OPTIONS),
+    )
+    for whose, ratings, options in kinds:
+        own = [n for n, _, _ in options if getattr(args, n) is not None]
+        if own:
+            raise SweepError(f"--{own[0].replace('_', '-')}: {whose}; give --ratings {ratings}")
+    if args.no_nuts_check:
+        raise SweepError(
+            "--no-nuts-check: a K-class campaign's; give --ratings preference, scale or classes"
+        )
     if args.replicates is None:
         args.replicates = 400
     from binmetric_sweep.sweep.display.plots import check_image_path
@@ -691,26 +745,52 @@ def _plan(args) -> int:
     return _plan_status(plans)
 
 
-def _plan_preference(args) -> int:
+def _campaign(ratings: str):
+    """``--ratings``' K-class kind (the one place the kinds are told apart): its own options,
+    the fields it requires, and the reader of its flags into a scenario."""
+    if ratings == "preference":
+        from binmetric_sweep.sweep.plan.preference_spec import flag_preference_spec
+
+        return PREFERENCE_PLAN_OPTIONS, ("win", "tie", "accuracy"), flag_preference_spec
+    from binmetric_sweep.sweep.plan.scale_spec import flag_scale_spec
+
+    return (
+        SCALE_PLAN_OPTIONS,
+        ("values", "shares"),
+        lambda given: flag_scale_spec({"ratings": ratings} | given),
+    )
+
+
+def _plan_campaign(args) -> int:
     from binmetric_sweep.kernels.nuts import NUTSSettings
     from binmetric_sweep.sweep.execution.estimates import estimators_of_option
-    from binmetric_sweep.sweep.plan.categorical import plan_preference
-    from binmetric_sweep.sweep.plan.preference_spec import flag_preference_spec
+    from binmetric_sweep.sweep.plan.categorical import plan_campaign
 
+    ratings = args.ratings
+    own, required, read = _campaign(ratings)
     binary = [f for f in ("alpha", "rho", "eta", "cost_metric") if getattr(args, f) is not None]
     refused = [f"--{f.replace('_', '-')}" for f in binary]
     refused += [flag for flag, given in (("--grid", args.grid), ("--pilot", args.pilot)) if given]
     if refused:
-        raise SweepError(f"{refused[0]}: a binary campaign's; not with --ratings preference")
+        raise SweepError(f"{refused[0]}: a binary campaign's; not with --ratings {ratings}")
     if args.output:
-        raise SweepError("-o: draws the binary posterior's frontier; not with --ratings preference")
-    given = {f: getattr(args, f) for f in PREFERENCE_PLAN_FIELDS if getattr(args, f) is not None}
-    for required in ("win", "tie", "accuracy", "cost_judge"):
-        if required not in given:
-            raise SweepError(f"--{required.replace('_', '-')}: required with --ratings preference")
-    spec = flag_preference_spec(given)
+        raise SweepError(f"-o: draws the binary posterior's frontier; not with --ratings {ratings}")
+    names = [n for n, _, _ in own]
+    other = [
+        n
+        for n, _, _ in (*PREFERENCE_PLAN_OPTIONS, *SCALE_PLAN_OPTIONS)
+        if n not in names and getattr(args, n) is not None
+    ]
+    if other:
+        raise SweepError(f"--{other[0].replace('_', '-')}: not with --ratings {ratings}")
+    fields = (*names, *(n for n, _, _ in JUDGED_PLAN_OPTIONS), *SHARED_PLAN_FIELDS)
+    given = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
+    for field in (*required, "cost_judge"):
+        if field not in given:
+            raise SweepError(f"--{field.replace('_', '-')}: required with --ratings {ratings}")
+    spec = read(given)
     chosen = estimators_of_option(args.estimator)
-    plans = plan_preference(
+    plans = plan_campaign(
         spec,
         chosen,
         replicates=args.replicates,

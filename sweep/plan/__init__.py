@@ -66,13 +66,18 @@ and quadrature posteriors; the two-sided z-test at γ on the two posterior
 means gives the empirical power with its Monte Carlo SE, and two systems both
 at α give the type-I error rate. ε is the target (budget mode: the plan's ε).
 
-A **preference campaign** (``sweep plan --ratings preference``; A better, tie, B better and
-one to three judges, each priced) is planned by :func:`plan_preference`
-(:mod:`~binmetric_sweep.sweep.plan.categorical`), for θ = A's win rate with ties counted half.
+A **K-class campaign** with one to three judges, each priced, is planned by
+:func:`plan_campaign` (:mod:`~binmetric_sweep.sweep.plan.categorical`) for θ = vᵀπ: a
+preference (``sweep plan --ratings preference``, :func:`plan_preference`; A better, tie,
+B better; θ = A's win rate with ties counted half) or a scale or named classes
+(``--ratings scale`` or ``classes``, :func:`plan_scale`; θ the mean value, in the values'
+units). Each kind is a scenario value (:class:`PreferencePlanSpec`, :class:`ScalePlanSpec`)
+that gives the planner its layout, its designs at (N_Φ, N_M), θ and the shifted system its
+power check compares with (:mod:`~binmetric_sweep.sweep.plan.categorical_spec`).
 """
 
-from binmetric_sweep.sweep.plan.categorical import plan_preference
-from binmetric_sweep.sweep.plan.categorical_report import PreferencePlan, PreferencePlans
+from binmetric_sweep.sweep.plan.categorical import plan_campaign, plan_preference, plan_scale
+from binmetric_sweep.sweep.plan.categorical_report import CategoricalPlan, CategoricalPlans
 from binmetric_sweep.sweep.plan.exact import exact_eps
 from binmetric_sweep.sweep.plan.figure import plot_frontier
 from binmetric_sweep.sweep.plan.pilot import Pilot, read_pilot
@@ -87,6 +92,7 @@ from binmetric_sweep.sweep.plan.report import (
     plan_table,
     plans_json,
 )
+from binmetric_sweep.sweep.plan.scale_spec import ScalePlanSpec
 from binmetric_sweep.sweep.plan.simulate import simulate_tests
 from binmetric_sweep.sweep.plan.spec import (
     UNLIMITED,
@@ -98,10 +104,13 @@ from binmetric_sweep.sweep.plan.spec import (
 )
 
 __all__ = [
+    "plan_campaign",
     "plan_preference",
-    "PreferencePlan",
-    "PreferencePlans",
+    "plan_scale",
+    "CategoricalPlan",
+    "CategoricalPlans",
     "PreferencePlanSpec",
+    "ScalePlanSpec",
     "plan_estimators",
     "EstimatorPlan",
     "HOLDS_MCSE",

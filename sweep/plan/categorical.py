@@ -1,9 +1,14 @@
-"""``sweep plan --ratings preference``: the cheapest (N_Φ, N_M) of a preference campaign for a
-target ε on θ (or the least ε within a budget), per estimator, checked by simulated campaigns.
+"""``sweep plan --ratings preference|scale|classes``: the cheapest (N_Φ, N_M) of a K-class
+campaign for a target ε on θ (or the least ε within a budget), per estimator, checked by
+simulated campaigns.
 
-A scenario is a :class:`~.preference_spec.PreferencePlanSpec` (its prices, and what is not
-priced, are there). For each estimator, ε = √2·σ·(z₁₋γ/₂ + z_power), σ the planning SD of
-θ at integer sizes from expected counts (:mod:`.categorical_sd`):
+A scenario is a :class:`~.categorical_spec.JudgedPlanSpec`: a preference
+(:class:`~.preference_spec.PreferencePlanSpec`) or a scale or named classes
+(:class:`~.scale_spec.ScalePlanSpec`); it gives the planner its layout, its lane designs at
+(N_Φ, N_M), θ and the shifted system the power check compares it with (its prices, and what
+is not priced, are :mod:`.categorical_spec`'s). For each estimator, ε = √2·σ·(z₁₋γ/₂ +
+z_power), σ the planning SD of θ at integer sizes from expected counts
+(:mod:`.categorical_sd`):
 
 * a classical estimator: its own SE at the expected counts (delta method or closed form);
 * ``bayes``: the posterior's asymptotic (Fisher-information) SD for the search; at the plan
@@ -30,11 +35,12 @@ N_Φ with unlimited judge verdicts, ``eps_floor`` the least ε with all of a bud
 verdicts.
 
 **A second judge** (J ≥ 2): every plan is also made with judge 1 alone at its price
-(:meth:`PreferencePlanSpec.one_judge`), so that the cheaper is shown.
+(:meth:`~.categorical_spec.JudgedPlanSpec.one_judge`), so that the cheaper is shown.
 
 **Checked by simulation** (:func:`simulate_tests`): R campaigns each of three systems at the
-plan's sizes: θ, θ + ε (θ − ε where win + ε + tie ≥ 1) by moving ``win`` with ``tie``
-kept, and a second at θ; sampled counts (:func:`kernels.categorical.counts.draw_counts`), the
+plan's sizes: θ, θ + ε (or θ − ε: the scenario's ``shifted``, which for a preference moves
+``win`` with ``tie`` kept and for a scale moves items from the lowest value to the highest),
+and a second at θ; sampled counts (:func:`kernels.categorical.counts.draw_counts`), the
 estimator's estimate and SE (the posterior's mean and SD, by NUTS), and the two-sided
 z-test at γ: the empirical power (θ vs θ ± ε) and type-I rate (θ vs θ) with their Monte
 Carlo SEs. The classical estimators are simulated by default (seconds); ``bayes`` only when
@@ -66,12 +72,14 @@ from binmetric_sweep.sweep.execution.categorical_fits import fit_categorical_lan
 from binmetric_sweep.sweep.execution.compile_cache import DEFAULT, use_compilation_cache
 from binmetric_sweep.sweep.execution.schedule import schedule_for
 from binmetric_sweep.sweep.plan.categorical_report import (
+    CategoricalPlan,
+    CategoricalPlans,
     NUTSCheck,
-    PreferencePlan,
-    PreferencePlans,
 )
 from binmetric_sweep.sweep.plan.categorical_sd import classical_se, padded, posterior_sd
+from binmetric_sweep.sweep.plan.categorical_spec import JudgedPlanSpec
 from binmetric_sweep.sweep.plan.preference_spec import PreferencePlanSpec, preference_spec
+from binmetric_sweep.sweep.plan.scale_spec import ScalePlanSpec, scale_spec
 from binmetric_sweep.sweep.plan.spec import BUDGET_SLACK, UNLIMITED
 from binmetric_sweep.sweep.spec.lanes import lane_keys, require_float64
 
@@ -84,7 +92,9 @@ __all__ = [
     "eps_function",
     "least_n_phi",
     "nuts_check",
+    "plan_campaign",
     "plan_preference",
+    "plan_scale",
     "search_sizes",
     "simulate_tests",
 ]
@@ -102,13 +112,13 @@ KAPPA_TOLERANCE = 0.03
 _GRID = np.unique(np.concatenate([[0.0], np.round(np.geomspace(1, UNLIMITED, 240))]))
 
 
-def _z(spec: PreferencePlanSpec) -> float:
+def _z(spec: JudgedPlanSpec) -> float:
     normal = NormalDist()
     return normal.inv_cdf(1.0 - 0.5 * spec.gamma) + normal.inv_cdf(spec.power)
 
 
 def eps_function(
-    spec: PreferencePlanSpec, estimator: Estimator, kappa: float = 1.0, independent: bool = False
+    spec: JudgedPlanSpec, estimator: Estimator, kappa: float = 1.0, independent: bool = False
 ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``(n_phi, n_m) -> ε`` (``(B,)`` arrays) of ``estimator`` on ``spec``: √2·z·σ, σ its SE
     at the expected counts, or for the posterior κ times its asymptotic SD (NaN where the
@@ -186,7 +196,7 @@ def _size(value: float) -> int | None:
     return int(value) if math.isfinite(value) else None
 
 
-def search_sizes(spec: PreferencePlanSpec, eps_of) -> Sizes:
+def search_sizes(spec: JudgedPlanSpec, eps_of) -> Sizes:
     """The cheapest integer (N_Φ, N_M) with ε ≤ ``spec.eps`` (within ``spec.budget`` where
     given), else the least ε within the budget (module docstring)."""
     alone = unlimited = floor = None
@@ -234,15 +244,15 @@ def search_sizes(spec: PreferencePlanSpec, eps_of) -> Sizes:
     return Sizes(int(x), int(y), eps, reachable, True, alone, unlimited, floor)
 
 
-def _words(spec: PreferencePlanSpec, role: str) -> np.ndarray:
+def _words(spec: JudgedPlanSpec, role: str) -> np.ndarray:
     """Two uint32 words naming (scenario, system) for :func:`sweep.spec.lanes.lane_keys`."""
-    text = f"plan|preference|{spec.model_dump_json()}|{role}"
+    text = f"plan|{spec.ratings}|{spec.model_dump_json()}|{role}"
     value = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
     return np.array([value & 0xFFFFFFFF, value >> 32], np.uint32)
 
 
 def nuts_check(
-    spec: PreferencePlanSpec,
+    spec: JudgedPlanSpec,
     n_phi: int,
     n_m: int,
     settings: NUTSSettings,
@@ -298,18 +308,8 @@ def estimates_of(estimator: Estimator, layout, counts: CategoricalCounts):
     return padded(_estimate_program(estimator.categorical, layout), counts, multiple=_DRAWN_LANES)
 
 
-def _shifted_win(spec: PreferencePlanSpec, eps: float) -> float | None:
-    """``win`` of the system at θ + ε (θ − ε where A could not be better that often), ties
-    kept; None where neither is a preference campaign."""
-    if spec.win + eps + spec.tie < 1.0:
-        return spec.win + eps
-    if spec.win - eps > 0.0:
-        return spec.win - eps
-    return None
-
-
 def simulate_tests(
-    spec: PreferencePlanSpec,
+    spec: JudgedPlanSpec,
     estimator: Estimator,
     n_phi: int,
     n_m: int,
@@ -337,17 +337,18 @@ def simulate_tests(
 
     Returns:
         Power, its MCSE, type-I rate, its MCSE (over the campaigns whose z is finite; NaN
-        where ε leaves no preference campaign to shift to).
+        where the scenario has no system at θ ± ε: ``spec.shifted(eps)`` is None).
     """
     require_float64()
-    shifted = _shifted_win(spec, eps)
+    shifted = spec.shifted(eps)
     if shifted is None:
         return (math.nan,) * 4
     r = int(replicates)
-    wins = np.repeat([spec.win, shifted, spec.win], r)
     roles = np.repeat(np.stack([_words(spec, role) for role in ("base", "shifted", "null")]), r, 0)
     keys = lane_keys(seed, roles, np.tile(np.arange(r), 3))
-    designs = spec.designs(np.full(3 * r, float(n_phi)), np.full(3 * r, float(n_m)), wins)
+    sizes = (np.full(r, float(n_phi)), np.full(r, float(n_m)))
+    systems = [system.designs(*sizes) for system in (spec, shifted, spec)]
+    designs = jax.tree.map(lambda *parts: np.concatenate(parts), *systems)
     counts = draw_campaigns(keys, designs)
     if estimator.posterior:
         schedule = schedule_for()
@@ -373,7 +374,7 @@ def simulate_tests(
     return (*rate(1), *rate(2))
 
 
-def _reason(spec: PreferencePlanSpec, estimator: Estimator, independent: bool) -> str:
+def _reason(spec: JudgedPlanSpec, estimator: Estimator, independent: bool) -> str:
     """Why ``estimator`` gives no plan: a reason it never applies here, else the limit."""
     if not estimator.posterior:
         top = np.array([float(UNLIMITED)])
@@ -384,18 +385,18 @@ def _reason(spec: PreferencePlanSpec, estimator: Estimator, independent: bool) -
 
 
 def _estimator_plan(
-    spec: PreferencePlanSpec,
+    spec: JudgedPlanSpec,
     estimator: Estimator,
     replicates: int,
     seed: int,
     nuts: NUTSSettings | None,
     independent: bool,
-) -> PreferencePlan:
-    """One estimator's :class:`PreferencePlan` of ``spec``."""
+) -> CategoricalPlan:
+    """One estimator's :class:`CategoricalPlan` of ``spec``."""
     z = _z(spec)
     nan = math.nan
     if estimator.categorical is None and not estimator.posterior:
-        return PreferencePlan.none(estimator.name, "it has no form for K-class ratings")
+        return CategoricalPlan.none(estimator.name, "it has no form for K-class ratings")
     eps_of = eps_function(spec, estimator, 1.0, independent)
     sizes = search_sizes(spec, eps_of)
     checks: tuple[NUTSCheck, ...] = ()
@@ -415,7 +416,7 @@ def _estimator_plan(
                 checks += (again._replace(sd_asymptotic=approx),)
     if not sizes.found:
         reason = _reason(spec, estimator, independent)
-        return PreferencePlan.none(estimator.name, reason)._replace(
+        return CategoricalPlan.none(estimator.name, reason)._replace(
             n_phi_alone=sizes.n_phi_alone,
             n_phi_unlimited=sizes.n_phi_unlimited,
             eps_floor=sizes.eps_floor,
@@ -429,7 +430,7 @@ def _estimator_plan(
             spec, estimator, sizes.n_phi, sizes.n_m, tested, replicates, seed,
             nuts=nuts, independent=independent,
         )  # fmt: skip
-    return PreferencePlan(
+    return CategoricalPlan(
         estimator=estimator.name,
         n_phi=sizes.n_phi,
         n_m=sizes.n_m,
@@ -460,8 +461,8 @@ def _check_replicates(replicates) -> None:
         raise SweepError(f"replicates: {shown(replicates)} is not allowed; give an integer ≥ 0")
 
 
-def plan_preference(
-    spec: PreferencePlanSpec | dict,
+def plan_campaign(
+    spec: JudgedPlanSpec,
     estimators: Iterable[Estimator],
     *,
     replicates: int | None = None,
@@ -469,8 +470,8 @@ def plan_preference(
     nuts: NUTSSettings | None = NUTSSettings(),
     one_judge: bool = True,
     independent: bool = False,
-) -> PreferencePlans:
-    """The plans of one preference scenario, one per estimator (module docstring); with J ≥ 2
+) -> CategoricalPlans:
+    """The plans of one K-class scenario, one per estimator (module docstring); with J ≥ 2
     judges and ``one_judge``, also judge 1's alone at its price.
 
     ::
@@ -481,7 +482,9 @@ def plan_preference(
         p.plans[0].n_phi, p.one_judge.plans[0].cost, p.second_judge_pays("bayes")
 
     Args:
-        spec: the scenario (a :class:`PreferencePlanSpec` or a dict of its fields).
+        spec: the scenario, validated (a :class:`PreferencePlanSpec` or a
+            :class:`ScalePlanSpec`; :func:`plan_preference` and :func:`plan_scale` take a
+            dict of its fields).
         estimators: registered estimators (the posterior's is ``bayes``).
         replicates: simulated campaigns per system; None: :data:`DEFAULT_REPLICATES` for a
             classical estimator and none for the posterior (NUTS fits, slow on CPU); an
@@ -495,11 +498,10 @@ def plan_preference(
             their joint verdict, any correlation: the sweep's default).
 
     Raises:
-        SweepError: a bad scenario or ``replicates`` (one line naming the field).
+        SweepError: a bad ``replicates`` (one line naming the field).
     """
     jax.config.update("jax_enable_x64", True)
     use_compilation_cache(DEFAULT, strict=False)
-    spec = preference_spec(spec)
     _check_replicates(replicates)
     rows = []
     for estimator in estimators:
@@ -509,8 +511,26 @@ def plan_preference(
         rows.append(_estimator_plan(spec, estimator, r, seed, nuts, independent))
     alone = None
     if one_judge and spec.judges > 1:
-        alone = plan_preference(
+        alone = plan_campaign(
             spec.one_judge(), estimators, replicates=replicates, seed=seed, nuts=nuts,
             one_judge=False, independent=independent,
         )  # fmt: skip
-    return PreferencePlans(spec, tuple(rows), alone, seed, replicates is None)
+    return CategoricalPlans(spec, tuple(rows), alone, seed, replicates is None)
+
+
+def plan_preference(
+    spec: PreferencePlanSpec | dict, estimators: Iterable[Estimator], **options
+) -> CategoricalPlans:
+    """:func:`plan_campaign` of a preference scenario (a :class:`PreferencePlanSpec` or a
+    dict of its fields; a bad one: :class:`SweepError` naming the field)."""
+    return plan_campaign(preference_spec(spec), estimators, **options)
+
+
+def plan_scale(
+    spec: ScalePlanSpec | dict, estimators: Iterable[Estimator], **options
+) -> CategoricalPlans:
+    """:func:`plan_campaign` of a scale or named-classes scenario (a :class:`ScalePlanSpec`
+    or a dict of its fields, e.g. ``dict(values="1,2,3,4,5", shares="0.05,0.1,0.25,0.35,0.25",
+    off_by_one=0.3, cost_judge=0.01, eps=0.1)``; a bad one: :class:`SweepError` naming the
+    field)."""
+    return plan_campaign(scale_spec(spec), estimators, **options)

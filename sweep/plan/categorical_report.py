@@ -1,6 +1,8 @@
-"""A preference campaign's plans and how they are shown: :class:`PreferencePlan` (one
-estimator's), :class:`PreferencePlans` (one scenario's, with judge 1 alone beside several
-judges), their readable lines and JSON-able dicts."""
+"""A K-class campaign's plans and how they are shown: :class:`CategoricalPlan` (one
+estimator's), :class:`CategoricalPlans` (one scenario's, with judge 1 alone beside several
+judges), their readable lines and JSON-able dicts. The scenario's kind (a preference, a
+scale) speaks only through its spec: its ``ratings`` name and ``campaign_words``
+(:mod:`.categorical_spec`)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,11 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from binmetric_sweep.sweep.plan.preference_spec import PreferencePlanSpec
+from binmetric_sweep.sweep.plan.categorical_spec import JudgedPlanSpec
 from binmetric_sweep.sweep.plan.report import HOLDS_MCSE, PER_SYSTEM
 from binmetric_sweep.sweep.plan.spec import UNLIMITED
 
-__all__ = ["NUTSCheck", "PreferencePlan", "PreferencePlans"]
+__all__ = ["CategoricalPlan", "CategoricalPlans", "NUTSCheck"]
 
 
 class NUTSCheck(NamedTuple):
@@ -43,8 +45,8 @@ class NUTSCheck(NamedTuple):
         return self.sd / self.sd_asymptotic
 
 
-class PreferencePlan(NamedTuple):
-    """One estimator's plan of a preference scenario, per system (as :class:`~.report.Plan`).
+class CategoricalPlan(NamedTuple):
+    """One estimator's plan of a K-class scenario, per system (as :class:`~.report.Plan`).
 
     Attributes:
         estimator: its name.
@@ -84,7 +86,7 @@ class PreferencePlan(NamedTuple):
     replicates: int = 0
 
     @classmethod
-    def none(cls, estimator: str, reason: str) -> PreferencePlan:
+    def none(cls, estimator: str, reason: str) -> CategoricalPlan:
         """No plan, and why."""
         nan = math.nan
         return cls(estimator, 0, 0, nan, nan, nan, False, reason)
@@ -100,7 +102,7 @@ class PreferencePlan(NamedTuple):
             return f"asymptotic SD × κ = {self.kappa:.3f} (NUTS)"
         return "asymptotic SD (NUTS agrees)"
 
-    def holds(self, spec: PreferencePlanSpec) -> bool:
+    def holds(self, spec: JudgedPlanSpec) -> bool:
         """The simulated type-I rate is at most γ and the power at least the promised, each
         within :data:`~.report.HOLDS_MCSE` Monte Carlo SEs (False when not simulated)."""
         return bool(
@@ -108,7 +110,7 @@ class PreferencePlan(NamedTuple):
             and self.power >= spec.power - HOLDS_MCSE * self.power_mcse
         )
 
-    def as_dict(self, spec: PreferencePlanSpec) -> dict:
+    def as_dict(self, spec: JudgedPlanSpec) -> dict:
         """JSON-able (NaN as None), with ``sd_source``, ``holds`` and the NUTS checks."""
         out = self._asdict()
         out["checks"] = [c._asdict() | {"ratio": c.ratio} for c in self.checks]
@@ -128,12 +130,12 @@ def _clean(value):
 
 
 @dataclass(frozen=True)
-class PreferencePlans:
-    """One preference scenario's plans, an estimator each.
+class CategoricalPlans:
+    """One K-class scenario's plans, an estimator each.
 
     Attributes:
         spec: the scenario.
-        plans: one :class:`PreferencePlan` per estimator asked for.
+        plans: one :class:`CategoricalPlan` per estimator asked for.
         one_judge: with J ≥ 2, the same estimators' plans with judge 1 alone at its price
             (None otherwise).
         seed: the simulations' seed.
@@ -141,9 +143,9 @@ class PreferencePlans:
             is then not simulated).
     """
 
-    spec: PreferencePlanSpec
-    plans: tuple[PreferencePlan, ...]
-    one_judge: PreferencePlans | None = None
+    spec: JudgedPlanSpec
+    plans: tuple[CategoricalPlan, ...]
+    one_judge: CategoricalPlans | None = None
     seed: int = 0
     default_replicates: bool = True
 
@@ -152,7 +154,7 @@ class PreferencePlans:
         """Every plan that applies meets its target within the budget."""
         return all(p.reachable or p.reason for p in self.plans)
 
-    def best(self) -> PreferencePlan | None:
+    def best(self) -> CategoricalPlan | None:
         """The cheapest reachable plan (budget mode: the least ε) among those whose simulated
         promise holds where simulated."""
         key = "cost" if self.spec.eps is not None else "eps"
@@ -179,7 +181,7 @@ class PreferencePlans:
         """The scenario's fields, every plan, and judge 1's plans alone (JSON-able)."""
         return _clean(
             {
-                "ratings": "preference",
+                "ratings": self.spec.ratings,
                 "scenario": self.spec.model_dump() | {"theta": self.spec.theta},
                 "judge_prices": list(self.spec.prices),
                 "plans": [p.as_dict(self.spec) for p in self.plans],
@@ -200,22 +202,10 @@ class PreferencePlans:
         target = f"ε ≤ {s.eps:g}" if s.eps is not None else ""
         if s.budget is not None:
             target += (" within " if target else "") + f"budget {s.budget:,g}"
-        judges = f"{s.judges} judge{'s' * (s.judges > 1)}"
-        if s.judges > 1:
-            judges += f" (copy rate {s.copy_rate:g})"
         prices = " + ".join(f"{p:g}" for p in s.prices)
-        paired = (
-            f"{s.paired.n_rho_eta:,} separately paired items"
-            if s.paired.separate
-            else {"shared": "paired on the human-rated items", "known": "confusion known"}[
-                s.n_rho_eta
-            ]
-        )
         return (
-            f"preference plan per system for θ = {s.theta:g} (win {s.win:g}, tie {s.tie:g}); "
-            f"{judges} of accuracy {s.accuracy:g}, tie rate {s.tie_rate:.3g}, position bias "
-            f"{s.position_bias:g}; {paired}; {target} (γ = {s.gamma:g}, power {s.power:g}); "
-            f"a human verdict {s.cost_human:g}, an item's judge verdicts {prices}:"
+            f"{s.campaign_words()}; {s.paired_words()}; {target} (γ = {s.gamma:g}, power "
+            f"{s.power:g}); a human verdict {s.cost_human:g}, an item's judge verdicts {prices}:"
         )
 
     def table(self) -> list[str]:
@@ -266,7 +256,7 @@ class PreferencePlans:
             )
         return out
 
-    def _note(self, p: PreferencePlan) -> str:
+    def _note(self, p: CategoricalPlan) -> str:
         """The plan's floors and alternatives, as binary's message says them."""
         s = self.spec
         if p.reason:
