@@ -340,7 +340,7 @@ def spread(stage: Stage, lanes: int, workers: int) -> int | None:
     there are workers are split into one call per worker, each padded to the
     same size, as long as each has a slice of lanes to compute (on 1000 of
     the benchmark's lanes the second pass sent the middle rule 17 lanes: one
-    call of three slices, ~40 ms on one core while the other waited). None:
+    call of three slices on one core while the other waited). None:
     calls of its size.
     """
     if stage.slice_lanes is None:
