@@ -5,6 +5,11 @@ counts file → one row of counts per system), :func:`~.analysis.compare_systems
 (counts → posteriors and pair probabilities), :func:`~.next_ratings.next_ratings`
 (pairs not significant → the cheapest ratings to add), :mod:`.report` (text,
 JSON, Parquet) and :mod:`.figure`. :func:`compare` chains the first three.
+
+A battles file (pairwise verdicts among many systems: :mod:`.battles`) is compared by
+:func:`~.arena.compare_battles` (a leaderboard by method, :mod:`.arena`; text, JSON and
+Parquet by :mod:`.arena_report`), which ``sweep compare`` calls for a file with columns
+``model_a`` and ``model_b``.
 """
 
 from __future__ import annotations
@@ -15,13 +20,21 @@ from dataclasses import replace
 import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
+from binmetric_sweep.sweep.compare.arena import ArenaComparison, ArenaOptions, compare_battles
 from binmetric_sweep.sweep.compare.categorical import compare_classes
 from binmetric_sweep.sweep.compare.options import CompareOptions, Method, options_of
 from binmetric_sweep.sweep.compare.ratings import ratings_from_frame, read_ratings
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.execution.compile_cache import DEFAULT, use_compilation_cache
 
-__all__ = ["CompareOptions", "Comparison", "compare"]
+__all__ = [
+    "ArenaComparison",
+    "ArenaOptions",
+    "CompareOptions",
+    "Comparison",
+    "compare",
+    "compare_battles",
+]
 
 #: The keyword fields :func:`compare` takes in place of its options
 #: (:meth:`CompareOptions.of`).

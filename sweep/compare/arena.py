@@ -40,6 +40,12 @@ The tables (columns in :data:`LEADERBOARD_COLUMNS`, :data:`PAIR_COLUMNS`,
 - ``judges``: bayes's judges: each confusion cell P(says verdict | truth) with its central
   interval, and the position-bias measures (:data:`BIAS_MEASURES`).
 - ``health``: each posterior fit's sampler health.
+- ``next``: what to judge next (:mod:`kernels.arena.next_verdicts`), from bayes's draws:
+  each pair's expected reduction of the summed central rank-interval width from
+  :data:`~kernels.arena.next_verdicts.DEFAULT_K` more human verdicts on it, best first.
+- ``heterogeneity``: where bayes reads judges, each judge's G-test of one confusion on each
+  system's battles against the rest's (:mod:`kernels.arena.heterogeneity`); a warning
+  names each (judge, system) that differs at Holm-adjusted :data:`HETEROGENEITY_ALPHA`.
 """
 
 from __future__ import annotations
@@ -56,7 +62,9 @@ import numpy as np
 import pandas as pd
 
 from binmetric_sweep.kernels.arena.cells import A_BETTER, B_BETTER, NONE, TIE, BattleCells
+from binmetric_sweep.kernels.arena.heterogeneity import judge_heterogeneity
 from binmetric_sweep.kernels.arena.logdensity import arena_data, arena_shape
+from binmetric_sweep.kernels.arena.next_verdicts import next_verdicts
 from binmetric_sweep.kernels.arena.posterior import (
     DEFAULT_SETTINGS,
     ArenaDraws,
@@ -84,8 +92,12 @@ __all__ = [
     "ARENA_MODELS",
     "BIAS_MEASURES",
     "HEALTH_COLUMNS",
+    "HETEROGENEITY_ALPHA",
+    "HETEROGENEITY_COLUMNS",
     "JUDGE_COLUMNS",
     "LEADERBOARD_COLUMNS",
+    "NEXT_CANDIDATES",
+    "NEXT_COLUMNS",
     "PAIR_COLUMNS",
     "RHAT_LIMIT",
     "ArenaComparison",
@@ -143,6 +155,35 @@ HEALTH_COLUMNS = (
     "divergences",
 )
 _RANK_COLUMNS = ("rank_median", "rank_low", "rank_high", "rank_set_low", "rank_set_high")
+NEXT_COLUMNS = (
+    "method",
+    "judge",
+    "order",
+    "system_i",
+    "system_j",
+    "k",
+    "reduction",
+    "reduction_se",
+    "expected_width",
+    "current_width",
+    "ess",
+    "trusted",
+)
+HETEROGENEITY_COLUMNS = (
+    "judge",
+    "system",
+    "battles",
+    "statistic",
+    "df",
+    "p_value",
+    "p_holm",
+    "differs",
+)
+#: The level at which a judge's confusion on one system's battles is said to differ.
+HETEROGENEITY_ALPHA = 0.05
+#: The most pairs what-to-judge-next evaluates (its cost grows with pairs × S²): above
+#: it, the pairs whose order is least sure (P(i better than j) nearest ½).
+NEXT_CANDIDATES = 500
 #: The ``measure`` of a judges row that is one cell of the confusion.
 CONFUSION = "confusion"
 
@@ -347,7 +388,7 @@ class ArenaComparison(NamedTuple):
     """A battles comparison: its tables (module docstring), settings and what was read.
 
     Attributes:
-        leaderboard, pairs, judges, health: the tables.
+        leaderboard, pairs, judges, health, next, heterogeneity: the tables.
         settings: :meth:`ArenaOptions.settings`.
         warnings: one line each (sampler health, judges with nothing to learn from).
         notes: one line each (what a method left out).
@@ -358,6 +399,8 @@ class ArenaComparison(NamedTuple):
     pairs: pd.DataFrame
     judges: pd.DataFrame
     health: pd.DataFrame
+    next: pd.DataFrame
+    heterogeneity: pd.DataFrame
     settings: dict
     warnings: tuple[str, ...]
     notes: tuple[str, ...]
@@ -531,6 +574,9 @@ def arena_comparison(battles: Battles, options: ArenaOptions) -> ArenaComparison
     pairs = _frame([_pair_rows(f, battles.systems) for f in posterior], PAIR_COLUMNS)
     judges = _frame([_judge_rows(f, level) for f in posterior if f.task.judges], JUDGE_COLUMNS)
     health = _frame([_health_row(f, options.sampler) for f in posterior], HEALTH_COLUMNS)
+    judged = [f for f in posterior if f.task.judges]
+    following = _frame([_next_rows(f, battles.systems, level, key) for f in judged], NEXT_COLUMNS)
+    heterogeneity = _frame([_heterogeneity_rows(battles)] if judged else [], HETEROGENEITY_COLUMNS)
     # Ranks are whole numbers, missing (NA) in ppr's rows: nullable integers.
     leaderboard = leaderboard.astype(dict.fromkeys(_RANK_COLUMNS, "Int64"))
     return ArenaComparison(
@@ -538,8 +584,10 @@ def arena_comparison(battles: Battles, options: ArenaOptions) -> ArenaComparison
         pairs=pairs,
         judges=judges,
         health=health,
+        next=following,
+        heterogeneity=heterogeneity,
         settings=options.settings(battles),
-        warnings=tuple(_warnings(battles, fits)),
+        warnings=tuple(_warnings(battles, fits, heterogeneity)),
         notes=tuple(notes),
         battles=battles,
     )
@@ -694,8 +742,57 @@ def _health_row(fit: ArenaFit, sampler: SamplerSettings) -> pd.DataFrame:
     )
 
 
-def _warnings(battles: Battles, fits: list[ArenaFit]) -> list[str]:
-    """Sampler health per posterior fit; judges whose confusion nothing informs."""
+def _next_rows(fit: ArenaFit, systems: tuple[str, ...], level: float, key) -> pd.DataFrame:
+    """What to judge next from one fit's draws, best first (columns :data:`NEXT_COLUMNS`)."""
+    d = fit.draws
+    candidates = None
+    if d.pairs.shape[1] > NEXT_CANDIDATES:
+        i, j = np.triu_indices(len(systems), 1)
+        doubt = np.abs(d.better[:, i, j].mean(axis=0) - 0.5)
+        candidates = np.sort(np.argsort(doubt, kind="stable")[:NEXT_CANDIDATES])
+    n = next_verdicts(key, d.strengths, d.pairs, level, candidates=candidates)
+    names = np.array(systems, dtype=object)
+    return pd.DataFrame(
+        {
+            "method": fit.task.method,
+            "judge": fit.task.judge,
+            "order": np.arange(1, len(n.pair) + 1),
+            "system_i": names[n.first],
+            "system_j": names[n.second],
+            "k": n.k,
+            "reduction": n.reduction,
+            "reduction_se": n.reduction_se,
+            "expected_width": n.expected_width,
+            "current_width": n.current_width,
+            "ess": n.ess,
+            "trusted": n.trusted,
+        }
+    )
+
+
+def _heterogeneity_rows(battles: Battles) -> pd.DataFrame:
+    """Each (judge, system)'s test (columns :data:`HETEROGENEITY_COLUMNS`); ``battles``:
+    the system's battles with both a human verdict and the judge's."""
+    h = judge_heterogeneity(battles.cells, len(battles.systems), HETEROGENEITY_ALPHA)
+    j, s = np.indices(h.df.shape)
+    on_a_or_b = h.tables[:, :, :2].sum(axis=(2, 3, 4))  # (J, S): s on side A or B
+    return pd.DataFrame(
+        {
+            "judge": np.array(battles.judges, dtype=object)[j.reshape(-1)],
+            "system": np.array(battles.systems, dtype=object)[s.reshape(-1)],
+            "battles": on_a_or_b.reshape(-1),
+            "statistic": h.statistic.reshape(-1),
+            "df": h.df.reshape(-1),
+            "p_value": h.p_value.reshape(-1),
+            "p_holm": h.p_holm.reshape(-1),
+            "differs": h.differs.reshape(-1),
+        }
+    )
+
+
+def _warnings(battles: Battles, fits: list[ArenaFit], heterogeneity: pd.DataFrame) -> list[str]:
+    """Sampler health per posterior fit; judges whose confusion nothing informs, or whose
+    confusion differs between systems."""
     out = []
     for fit in fits:
         d = fit.draws
@@ -716,8 +813,12 @@ def _warnings(battles: Battles, fits: list[ArenaFit]) -> list[str]:
                     f"judge {name}: no battle has both its verdict and a human one, so bayes "
                     "learns its confusion from the prior alone and its verdicts say little"
                 )
-    # Integration point (issue 67 item 3): a judge's confusion differing between systems
-    # (kernels/arena/heterogeneity.py, another session's) adds its warnings here.
+    for r in heterogeneity[heterogeneity["differs"]].itertuples():
+        out.append(
+            f"judge {r.judge}: its confusion on {r.system}'s battles differs from the rest's "
+            f"(G = {r.statistic:.1f}, df {r.df}, Holm p = {r.p_holm:.2g}): bayes shares one "
+            f"confusion per judge, so its correction of {r.system}'s verdicts may be off"
+        )
     return out
 
 

@@ -4,12 +4,12 @@
   win rate against the field, rank with its central interval, P(rank 1), the
   simultaneous rank set; ppr's win rate, SE and interval), or under several methods their
   ranks and rank sets side by side; the sampler's health; each judge's confusion and
-  position bias.
-- :func:`arena_json`: ``{"leaderboard", "pairs", "judges", "health": [rows], "settings",
-  "read", "warnings", "notes"}``.
-- :func:`write_arena_tables`: ``leaderboard.parquet``, ``pairs.parquet``,
-  ``judges.parquet`` and ``health.parquet``, the settings in their metadata, each file
-  written whole or not at all.
+  position bias; what to judge next (the best few pairs).
+- :func:`arena_json`: ``{"leaderboard", "pairs", "judges", "health", "next",
+  "heterogeneity": [rows], "settings", "read", "warnings", "notes"}``.
+- :func:`write_arena_tables`: ``leaderboard``, ``pairs``, ``judges``, ``health``, ``next``
+  and ``heterogeneity`` ``.parquet``, the settings in their metadata, each file written
+  whole or not at all.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ from binmetric_sweep.sweep.paths import check_out_dir, writing
 __all__ = ["arena_json", "arena_text", "write_arena_tables"]
 
 #: The tables :func:`write_arena_tables` writes, by file name.
-TABLES = ("leaderboard", "pairs", "judges", "health")
+TABLES = ("leaderboard", "pairs", "judges", "health", "next", "heterogeneity")
+#: The pairs to judge next shown on the terminal (all of them with --json or --out).
+NEXT_SHOWN = 5
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
@@ -269,6 +271,26 @@ def _judges(result: ArenaComparison) -> list[str]:
     return lines
 
 
+def _next(result: ArenaComparison) -> list[str]:
+    following = result.next
+    if following.empty:
+        return []
+    k, level = int(following["k"].iloc[0]), result.settings["level"]
+    width = following["current_width"].iloc[0]
+    if width == 0:
+        return [f"judge next: every rank is certain at {_percent(level)}; no pair shrinks them"]
+    lines = [
+        f"judge next ({following['method'].iloc[0]}): {k} more human verdicts on a pair shrink "
+        f"the summed {_percent(level)} rank-interval width ({width:g} now) by"
+    ]
+    for r in following.head(NEXT_SHOWN).itertuples():
+        trust = "" if r.trusted else " (few effective draws: rough)"
+        lines.append(
+            f"  {r.system_i} vs {r.system_j}: {r.reduction:.2f} ± {r.reduction_se:.2f}{trust}"
+        )
+    return lines
+
+
 def arena_text(result: ArenaComparison) -> str:
     """The comparison for a terminal (module docstring)."""
     lines = [result.battles.reading()]
@@ -280,7 +302,7 @@ def arena_text(result: ArenaComparison) -> str:
     health = _health(result)
     if health:
         lines += ["", *health]
-    judges = _judges(result)
-    if judges:
-        lines += ["", *judges]
+    for part in (_judges(result), _next(result)):
+        if part:
+            lines += ["", *part]
     return "\n".join(lines)

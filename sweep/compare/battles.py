@@ -22,6 +22,12 @@ better), ``tie`` and ``tie (bothbad)`` (a tie). ``verdicts`` replaces that mappi
 dict word → ``model_a``/``model_b``/``tie``, or ``--verdicts``' text
 ``win=model_a,loss=model_b,draw=tie``) for every verdict column, the human's included.
 
+A leaderboard needs every system joined to every other through battles: where they fall
+into groups with no battle between them the ranking is not identified, and
+:func:`require_connected` names each group's systems (the comparison calls it on the battles
+each method reads: all of them, those with a human verdict, those a judge gave a verdict
+on).
+
 Rows are numbered from 1, the header not counted, as :mod:`~.ratings` numbers them. Every
 refusal is one line (:class:`SweepError`) naming the file (``battles`` for a DataFrame),
 the row and the column where one applies. Python runs once per distinct value of a

@@ -18,9 +18,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from binmetric_sweep.kernels.arena.heterogeneity import judge_heterogeneity
 from binmetric_sweep.kernels.arena.posterior import SamplerSettings
 from binmetric_sweep.kernels.arena.ppr import ppr_win_rates, rank_sets
 from binmetric_sweep.sweep.cli import main
+from binmetric_sweep.sweep.compare import arena
 from binmetric_sweep.sweep.compare.arena import (
     ArenaOptions,
     arena_comparison,
@@ -66,6 +68,21 @@ LEADERBOARD = [
 PAIRS = ["method", "judge", "system_i", "system_j", "p_better"]
 JUDGES = ["method", "judge", "measure", "truth", "verdict", "mean", "ci_low", "ci_high"]
 HEALTH = ["method", "judge", "chains", "warmup", "samples", "rhat_max", "ess_min", "divergences"]
+NEXT = [
+    "method",
+    "judge",
+    "order",
+    "system_i",
+    "system_j",
+    "k",
+    "reduction",
+    "reduction_se",
+    "expected_width",
+    "current_width",
+    "ess",
+    "trusted",
+]
+HETEROGENEITY = ["judge", "system", "battles", "statistic", "df", "p_value", "p_holm", "differs"]
 
 
 def simulated_arena(seed=0, n=400, human_share=0.5, nu=0.4, bias=0.25) -> pd.DataFrame:
@@ -231,6 +248,24 @@ def test_health_is_one_row_per_posterior_fit(every_method):
 
 
 @pytest.mark.slow
+def test_what_to_judge_next_and_heterogeneity_come_from_bayes(every_method, battles_file):
+    following = every_method.next
+    assert list(following.columns) == NEXT
+    assert set(following["method"]) == {"bayes"} and len(following) == 6  # every pair
+    assert following["order"].tolist() == list(range(1, 7))
+    assert (np.diff(following["reduction"]) <= 0).all()  # best first
+    assert following["k"].eq(50).all() and following["trusted"].dtype == bool
+    pairs = set(zip(following["system_i"], following["system_j"], strict=True))
+    assert pairs == {(i, j) for i in SYSTEMS for j in SYSTEMS if i < j}
+    h = every_method.heterogeneity
+    assert list(h.columns) == HETEROGENEITY and h["system"].tolist() == list(SYSTEMS)
+    battles = read_battles(battles_file)
+    want = judge_heterogeneity(battles.cells, 4, 0.05)
+    assert np.allclose(h["p_holm"], want.p_holm[0], equal_nan=True)
+    assert not h["differs"].any()  # the simulated judge's bias is the same for every system
+
+
+@pytest.mark.slow
 def test_the_terminal_shows_the_methods_side_by_side(every_method):
     text = arena_text(every_method)
     lines = text.splitlines()
@@ -260,6 +295,8 @@ def test_json_is_one_object_of_the_tables(every_method):
         "pairs",
         "judges",
         "health",
+        "next",
+        "heterogeneity",
         "settings",
         "read",
         "warnings",
@@ -292,8 +329,10 @@ def test_out_writes_readable_parquet_with_the_documented_columns(cli_bayes):
     assert status == 0, stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "health.parquet",
+        "heterogeneity.parquet",
         "judges.parquet",
         "leaderboard.parquet",
+        "next.parquet",
         "pairs.parquet",
     ]
     for name, columns, rows in (
@@ -301,6 +340,8 @@ def test_out_writes_readable_parquet_with_the_documented_columns(cli_bayes):
         ("pairs", PAIRS, 12),
         ("judges", JUDGES, 14),
         ("health", HEALTH, 1),
+        ("next", NEXT, 6),
+        ("heterogeneity", HETEROGENEITY, 4),
     ):
         table = pq.read_table(out / f"{name}.parquet")
         assert table.column_names == columns and table.num_rows == rows, name
@@ -471,3 +512,20 @@ def test_verdict_words_are_mapped_and_the_flags_are_read(tmp_path):
     assert options.model.pairs and not options.judge_model.independent
     assert options.sampler == SamplerSettings(chains=1, warmup=2, samples=3)
     assert ArenaOptions.of().sampler == SamplerSettings(4, 500, 1000)  # the CLI's default
+
+
+def test_a_judge_partial_to_one_system_is_named_in_a_warning():
+    """The judge copies the human verdict, except that it always calls sys0 the winner: its
+    confusion on sys0's battles differs from the rest's (a check of the battles alone, no
+    fit: the warning reads the heterogeneity table, :mod:`kernels.arena.heterogeneity`)."""
+    frame = simulated_arena(seed=2, n=600, human_share=1.0, bias=0.0)
+    frame["judge"] = frame["human"]
+    frame.loc[frame["model_a"] == "sys0", "judge"] = "model_a"
+    frame.loc[frame["model_b"] == "sys0", "judge"] = "model_b"
+    battles = battles_from_frame(frame)
+    table = arena._heterogeneity_rows(battles)
+    assert table.set_index("system")["differs"].to_dict()["sys0"]
+    lines = arena._warnings(battles, [], table)
+    assert any(
+        line.startswith("judge judge: its confusion on sys0's battles differs") for line in lines
+    )
