@@ -884,6 +884,7 @@ def _compare_battles(args) -> None:
     from binmetric_sweep.sweep.compare.arena_report import (
         arena_json,
         arena_text,
+        draw_arena,
         write_arena_tables,
     )
     from binmetric_sweep.sweep.paths import check_out_dir
@@ -905,11 +906,9 @@ def _compare_battles(args) -> None:
         seed=args.seed,
         sampler=args.nuts,
     )
-    draw = None
     if args.output:
         from binmetric_sweep.sweep.display.plots import check_image_path
 
-        draw = _arena_figure()
         check_image_path(args.output)
     if args.out:
         check_out_dir(args.out)
@@ -922,24 +921,10 @@ def _compare_battles(args) -> None:
     wrote = []
     if args.out:
         wrote += write_arena_tables(result, args.out, os.path.basename(args.ratings))
-    if draw is not None:
-        wrote.append(draw(result, args.output))
+    if args.output:
+        wrote.append(draw_arena(result, args.output, os.path.basename(args.ratings)))
     for path in wrote:
         print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
-
-
-def _arena_figure():
-    """The battles figure's function ``(result, path) -> path``; refused, before anything is
-    read, while sweep/compare/arena_figure.py is not there."""
-    try:
-        from binmetric_sweep.sweep.compare import arena_figure
-    except ImportError:
-        raise SweepError(
-            "-o: the battles figure is not built in this version; use --json or --out"
-        ) from None
-    # Integration point (issue 67 item 3): arena_figure.py is another session's; its entry
-    # point is called here with the comparison and the path.
-    return arena_figure.draw_comparison
 
 
 def _pilot_notes(pilot) -> None:

@@ -107,6 +107,7 @@ __all__ = [
     "ArenaTask",
     "arena_comparison",
     "compare_battles",
+    "fit_title",
 ]
 
 #: Sampler health above which a fit is named in a warning: R-hat, and any divergence.
@@ -393,6 +394,7 @@ class ArenaComparison(NamedTuple):
         warnings: one line each (sampler health, judges with nothing to learn from).
         notes: one line each (what a method left out).
         battles: what was read.
+        fits: each fit, its task with its draws or ppr's win rates (the figure's input).
     """
 
     leaderboard: pd.DataFrame
@@ -405,6 +407,7 @@ class ArenaComparison(NamedTuple):
     warnings: tuple[str, ...]
     notes: tuple[str, ...]
     battles: Battles
+    fits: tuple[ArenaFit, ...] = ()
 
 
 # --- the methods' tasks ----------------------------------------------------------------
@@ -590,6 +593,7 @@ def arena_comparison(battles: Battles, options: ArenaOptions) -> ArenaComparison
         warnings=tuple(_warnings(battles, fits, heterogeneity)),
         notes=tuple(notes),
         battles=battles,
+        fits=tuple(fits),
     )
 
 
@@ -820,6 +824,12 @@ def _warnings(battles: Battles, fits: list[ArenaFit], heterogeneity: pd.DataFram
             f"confusion per judge, so its correction of {r.system}'s verdicts may be off"
         )
     return out
+
+
+def fit_title(task: ArenaTask) -> str:
+    """A fit as the tables' (method, judge) read together: ``bayes (gpt-4,gpt-3.5)``,
+    ``human_only``, ``ppr (gpt-4)``."""
+    return f"{task.method} ({task.judge})" if task.judge else task.method
 
 
 def _fit_name(task: ArenaTask) -> str:

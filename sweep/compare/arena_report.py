@@ -7,6 +7,8 @@
   position bias; what to judge next (the best few pairs).
 - :func:`arena_json`: ``{"leaderboard", "pairs", "judges", "health", "next",
   "heterogeneity": [rows], "settings", "read", "warnings", "notes"}``.
+- :func:`draw_arena`: the figure (:mod:`~.arena_figure`): every fit's win rates and ranks
+  side by side, bayes's judges' confusions.
 - :func:`write_arena_tables`: ``leaderboard``, ``pairs``, ``judges``, ``health``, ``next``
   and ``heterogeneity`` ``.parquet``, the settings in their metadata, each file written
   whole or not at all.
@@ -28,11 +30,12 @@ from binmetric_sweep.sweep.compare.arena import (
     CONFUSION,
     RHAT_LIMIT,
     ArenaComparison,
+    fit_title,
 )
 from binmetric_sweep.sweep.compare.report import META_PREFIX, _json_value
 from binmetric_sweep.sweep.paths import check_out_dir, writing
 
-__all__ = ["arena_json", "arena_text", "write_arena_tables"]
+__all__ = ["arena_json", "arena_text", "draw_arena", "write_arena_tables"]
 
 #: The tables :func:`write_arena_tables` writes, by file name.
 TABLES = ("leaderboard", "pairs", "judges", "health", "next", "heterogeneity")
@@ -107,6 +110,25 @@ def write_arena_tables(result: ArenaComparison, out: str | os.PathLike, source: 
 
 
 # --- text ------------------------------------------------------------------------------
+
+
+def draw_arena(result: ArenaComparison, path: str | os.PathLike, source: str) -> Path:
+    """The figure of every fit (:func:`~.arena_figure.draw_leaderboard`), each named as
+    :func:`~.arena.fit_title` names it, the judges' confusions from the first fit that
+    reads them (bayes); returns the path written."""
+    from binmetric_sweep.sweep.compare.arena_figure import draw_leaderboard
+
+    methods = {fit_title(f.task): f.draws if f.draws is not None else f.ppr for f in result.fits}
+    judged = next((f for f in result.fits if f.task.judges), None)
+    return draw_leaderboard(
+        path,
+        result.battles.systems,
+        methods,
+        result.settings["level"],
+        judges=judged.task.judges if judged is not None else (),
+        source=source,
+        confusion_from=fit_title(judged.task) if judged is not None else None,
+    )
 
 
 def _fit_title(method: str, judge: str) -> str:

@@ -28,7 +28,7 @@ from binmetric_sweep.sweep.compare.arena import (
     arena_comparison,
     compare_battles,
 )
-from binmetric_sweep.sweep.compare.arena_report import arena_json, arena_text
+from binmetric_sweep.sweep.compare.arena_report import arena_json, arena_text, draw_arena
 from binmetric_sweep.sweep.compare.battles import battles_from_frame, read_battles
 
 from .helpers import REPO
@@ -130,7 +130,10 @@ def every_method(battles_file):
 @pytest.fixture(scope="module")
 def cli_bayes(battles_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("out") / "tables"
-    status, stdout, stderr = run_cli(battles_file, "--nuts", SMALL_FLAG, "--json", "--out", out)
+    figure = out.parent / "leaderboard.png"
+    status, stdout, stderr = run_cli(
+        battles_file, "--nuts", SMALL_FLAG, "--json", "--out", out, "-o", figure
+    )
     return status, stdout, stderr, out
 
 
@@ -350,6 +353,15 @@ def test_out_writes_readable_parquet_with_the_documented_columns(cli_bayes):
     board = pq.read_table(out / "leaderboard.parquet").to_pandas()
     assert board["rank_set_low"].dtype == "Int64"
     assert f"wrote {out / 'leaderboard.parquet'}" in stderr  # with --json, on stderr
+    figure = out.parent / "leaderboard.png"
+    assert f"wrote {figure}" in stderr
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_the_figure_draws_every_method(every_method, tmp_path):
+    path = draw_arena(every_method, tmp_path / "all.png", "battles.csv")
+    assert path == tmp_path / "all.png" and path.stat().st_size > 10_000
 
 
 @pytest.mark.slow
