@@ -40,6 +40,7 @@ __all__ = [
     "Heterogeneity",
     "chi2_sf",
     "g_statistic",
+    "group_confusions",
     "holm",
     "williams_correction",
     "judge_heterogeneity",
@@ -164,6 +165,16 @@ def system_tables(cells: BattleCells, systems: int, judge: int) -> np.ndarray:
     np.add.at(on_b, (b, y, verdict), count)
     total = on_a.sum(axis=0)  # every battle has exactly one system on side A
     return np.stack([on_a, on_b, total[None] - on_a - on_b], axis=1)
+
+
+def group_confusions(tables: np.ndarray) -> np.ndarray:
+    """``(..., 3, 3, 3)`` P(judge says l | human verdict y) in each group (:data:`GROUPS`)
+    of ``(..., 3, 3, 3)`` tables (group, y, l), NaN where a group has no battle of truth y:
+    what a flagged system's test saw, e.g. P(says A | tie) with it on side A and elsewhere."""
+    tables = np.asarray(tables, float)
+    rows = tables.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rows > 0, tables / rows, np.nan)
 
 
 def judge_heterogeneity(cells: BattleCells, systems: int, alpha: float = 0.05) -> Heterogeneity:

@@ -16,6 +16,7 @@ from binmetric_sweep.kernels.arena.cells import NONE, count_cells
 from binmetric_sweep.kernels.arena.heterogeneity import (
     chi2_sf,
     g_statistic,
+    group_confusions,
     holm,
     judge_heterogeneity,
     system_tables,
@@ -163,6 +164,23 @@ def test_a_system_whose_battles_get_another_confusion_is_flagged(kind):
     assert result.differs[0, 0]
     assert np.nanargmin(result.p_value[0]) == 0
     assert result.p_holm[0, 0] < 1e-6
+    # What the test saw: system 0's groups near their confusions, the rest near SHARED,
+    # each share within 4 binomial SEs of its row's battles.
+    seen = group_confusions(result.tables[0, 0])
+    n = result.tables[0, 0].sum(axis=-1, keepdims=True)
+    favoured = kind == "favours it"
+    wants = (FAVOURS_ON_A, FAVOURS_ON_B) if favoured else (TIE_HAPPY, TIE_HAPPY)
+    want = np.stack([*wants, SHARED])
+    assert np.all(np.abs(seen - want) <= 4 * np.sqrt(want * (1 - want) / n) + 1e-9)
+
+
+def test_group_confusions_normalise_each_row_and_leave_empty_rows_nan():
+    tables = np.zeros((3, 3, 3))
+    tables[0, 2] = [1, 1, 2]
+    tables[2, 0] = [0, 5, 0]
+    seen = group_confusions(tables)
+    assert np.allclose(seen[0, 2], [0.25, 0.25, 0.5]) and np.allclose(seen[2, 0], [0, 1, 0])
+    assert np.all(np.isnan(seen[1])) and np.all(np.isnan(seen[0, 0]))
 
 
 def test_no_judge_no_human_and_bad_alpha():
