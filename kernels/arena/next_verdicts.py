@@ -18,7 +18,13 @@ effective draws beyond each end of an interval (ESS · tail) are at least
 :data:`MIN_TAIL_DRAWS`.
 
 Cost: O(Q · simulations · M · S²) for Q candidate pairs, M draws, S systems (a matrix
-product of the weights with the draws' one-hot ranks), in chunks of :data:`CHUNK_BYTES`.
+product of the weights with the draws' one-hot ranks), in chunks of :data:`CHUNK_BYTES`;
+the one-hot ranks take M · S² · 8 bytes. Every pair of a few dozen systems is cheap; for
+a hundred, pass ``candidates`` (the pairs with a system whose interval is wide, say) or
+fewer draws.
+
+The width is a step function of the weights, so that k verdicts can widen an interval
+(a tail share crossing (1 − level)/2): a pair's expected reduction may be negative.
 
 ::
 
