@@ -442,8 +442,11 @@ def leaderboard_figure(
 
 
 def _legend(fig: Figure, names: Sequence[str]) -> None:
-    """The methods' colours and markers, at the figure's foot."""
+    """The methods' colours and markers, at the figure's foot, in as many columns as the
+    longest name lets fit across the figure."""
+    from matplotlib.font_manager import FontProperties
     from matplotlib.lines import Line2D
+    from matplotlib.textpath import TextToPath
 
     handles = [
         Line2D(
@@ -457,10 +460,18 @@ def _legend(fig: Figure, names: Sequence[str]) -> None:
         )
         for i, name in enumerate(names)
     ]
+    measure = TextToPath()
+    widest = max(
+        measure.get_text_width_height_descent(name, FontProperties(size=SMALL), ismath=False)[0]
+        for name in names
+    )
+    # Each entry: its handle (1.8 em), the gap to its text (0.8 em) and the column gap (1.2 em).
+    entry = widest + (1.8 + 0.8 + 1.2) * SMALL
+    columns = max(1, min(len(names), 6, int(0.96 * fig.get_figwidth() * 72.0 // entry)))
     legend = fig.legend(
         handles=handles,
         loc="outside lower center",
-        ncol=min(len(names), 6),
+        ncol=columns,
         fontsize=SMALL,
         frameon=False,
         handlelength=1.8,

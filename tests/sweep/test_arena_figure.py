@@ -143,6 +143,23 @@ def test_the_figure_has_its_panels_rows_in_order_and_the_judges_heatmaps():
     fig.clear()
 
 
+def test_seven_long_method_names_fit_in_the_legend():
+    """--estimator all with two judges: seven fits, named with their judges."""
+    names = ["bayes", "human_only"]
+    names += [f"{m}, judge gpt-4-0125-preview-{i}" for m in ("judge_only", "ppr") for i in (1, 2)]
+    names += ["ppr"]
+    methods = {
+        n: synthetic_draws(i) if "ppr" not in n else synthetic_ppr(i) for i, n in enumerate(names)
+    }
+    fig = leaderboard_figure(NAMES, methods, 0.95)
+    fig.draw_without_rendering()
+    legend = next(x for x in fig.legends if x.get_gid() == "methods")
+    box = legend.get_window_extent()
+    assert 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi
+    assert [t.get_text() for t in legend.get_texts()] == names
+    fig.clear()
+
+
 def test_draw_leaderboard_writes_a_readable_png(tmp_path):
     methods = {"bayes": synthetic_draws(6), "ppr": synthetic_ppr(7)}
     out = draw_leaderboard(tmp_path / "sub" / "board.png", NAMES, methods, 0.9, ("gpt-4", "x"))
