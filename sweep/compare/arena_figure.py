@@ -229,6 +229,18 @@ def _offsets(k: int) -> np.ndarray:
     return (np.arange(k) - (k - 1) / 2) * step
 
 
+def _win_limits(summaries) -> tuple[float, float]:
+    """The win-rate axis: the points and intervals with 5 % of their span either side (at
+    least 0.02), within 0..1 (a normal interval of ppr's can run past either end)."""
+    values = np.concatenate([np.r_[s.win, s.win_low, s.win_high] for s in summaries])
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return 0.0, 1.0
+    low, high = float(finite.min()), float(finite.max())
+    margin = max(0.02, 0.05 * (high - low))
+    return max(0.0, low - margin), min(1.0, high + margin)
+
+
 def _win_panel(ax: Axes, summaries: Mapping[str, MethodSummary], order, level: float) -> None:
     """Win-rate points and intervals, methods side by side in each system's row."""
     n = len(order)
@@ -255,6 +267,7 @@ def _win_panel(ax: Axes, summaries: Mapping[str, MethodSummary], order, level: f
             color=colour,
             gid=f"win-{name}",
         )
+    ax.set_xlim(*_win_limits(summaries.values()))
     ax.set_ylim(n - 0.5, -0.5)
     ax.grid(True, axis="x", linewidth=0.4, alpha=0.35)
     ax.set_axisbelow(True)

@@ -171,10 +171,13 @@ def test_draw_leaderboard_writes_a_readable_png(tmp_path):
 
 def test_without_judges_two_panels_and_many_systems_fit_the_page():
     many = [f"system-{i:03d}" for i in range(60)]
-    methods = {"bayes": synthetic_draws(8, systems=60, judges=0, draws=200)}
+    wide = synthetic_ppr(9, 60)._replace(cov=np.eye(60))  # intervals past 0 and 1
+    methods = {"bayes": synthetic_draws(8, systems=60, judges=0, draws=200), "ppr": wide}
     fig = leaderboard_figure(many, methods, 0.95)
     assert len(fig.axes) == 2 and set(_axes(fig)) == {"win-rates", "ranks"}
     assert fig.get_figheight() <= MAX_HEIGHT
+    low, high = _axes(fig)["win-rates"].get_xlim()
+    assert 0.0 <= low < high <= 1.0
     fig.clear()
 
 
