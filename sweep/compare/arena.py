@@ -185,6 +185,8 @@ HETEROGENEITY_ALPHA = 0.05
 #: The most pairs what-to-judge-next evaluates (its cost grows with pairs × S²): above
 #: it, the pairs whose order is least sure (P(i better than j) nearest ½).
 NEXT_CANDIDATES = 500
+#: The systems a heterogeneity warning names (the least likely under one confusion first).
+_NAMED = 5
 #: The ``measure`` of a judges row that is one cell of the confusion.
 CONFUSION = "confusion"
 
@@ -817,11 +819,19 @@ def _warnings(battles: Battles, fits: list[ArenaFit], heterogeneity: pd.DataFram
                     f"judge {name}: no battle has both its verdict and a human one, so bayes "
                     "learns its confusion from the prior alone and its verdicts say little"
                 )
-    for r in heterogeneity[heterogeneity["differs"]].itertuples():
+    differs = heterogeneity[heterogeneity["differs"].astype(bool)]
+    for judge, rows in differs.groupby("judge", sort=False):
+        rows = rows.sort_values("p_holm", kind="stable")
+        tested = int((heterogeneity["judge"] == judge).sum())
+        named = ", ".join(
+            f"{r.system} (Holm p = {r.p_holm:.2g})" for r in rows.head(_NAMED).itertuples()
+        )
+        more = f" and {len(rows) - _NAMED} more" if len(rows) > _NAMED else ""
         out.append(
-            f"judge {r.judge}: its confusion on {r.system}'s battles differs from the rest's "
-            f"(G = {r.statistic:.1f}, df {r.df}, Holm p = {r.p_holm:.2g}): bayes shares one "
-            f"confusion per judge, so its correction of {r.system}'s verdicts may be off"
+            f"judge {judge}: its confusion differs between systems (G-test at Holm-adjusted "
+            f"{HETEROGENEITY_ALPHA}) on {len(rows)} of {tested}: {named}{more}; bayes shares one "
+            "confusion per judge, so its correction of their verdicts may be off (the "
+            "heterogeneity table, --json or --out, has every test)"
         )
     return out
 
