@@ -402,7 +402,8 @@ def _compare_parser(commands) -> None:
         "--output",
         metavar="FIG.png",
         help="draw the intervals (with --estimator, each estimator's side by side) and the P "
-        "matrix (a classical estimator's: its z-test's Φ(z))",
+        "matrix (a classical estimator's: its z-test's Φ(z)); battles: each method's win "
+        "rates, ranks and rank sets, and the judges' confusions",
     )
     compare.add_argument(
         "--cost-metric",
@@ -810,7 +811,7 @@ def _compare(args) -> None:
     columns = file_columns(args.ratings)
     if columns is not None and is_battles(columns):
         return _compare_battles(args)
-    for flag in BATTLES_ONLY:
+    for flag in BATTLES_ONLY if columns is not None else ():
         if getattr(args, flag.lstrip("-")) is not None:
             raise SweepError(
                 f"{flag}: reads a battles file (columns model_a, model_b); "
