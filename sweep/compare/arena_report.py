@@ -239,7 +239,12 @@ def _side_by_side(result: ArenaComparison) -> list[str]:
     """Every fit's rank and rank set, one column each, systems in the first fit's order."""
     fits = list(_fits(result))
     first = fits[0][1]["system"].tolist()
-    header = ["system"] + [_fit_title(*key) for key, _ in fits]
+    every = ",".join(result.battles.judges)
+    # A fit that reads every judge of several (bayes) is named by its method alone here.
+    header = ["system"] + [
+        method if judge == every and len(result.battles.judges) > 1 else _fit_title(method, judge)
+        for (method, judge), _ in fits
+    ]
     body = []
     for system in first:
         row = [system]
