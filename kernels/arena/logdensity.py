@@ -19,14 +19,18 @@ lower-numbered system worse, tie, better), so that a battle of b against a reads
 reversed: no Bradley–Terry assumption, a check of it.
 
 Coordinates (a flat ``(d,)`` vector, :class:`ArenaShape` says where each part is):
-``z`` (S raw strengths, s = z − mean z: only differences enter the likelihood, and the
-N(0, σ²) prior on z keeps the mean direction proper), ``log ν``, and every distribution
+``u`` (S − 1 coordinates of the strengths in an orthonormal basis of the sum-zero plane,
+s = Q u: :func:`sum_to_zero`), ``log ν``, and every distribution
 (a row of a confusion, a pair's π) in additive log-ratios with part 0 the reference, as
 :mod:`kernels.categorical.logdensity` (a Dirichlet(1) prior is then Σ_i log q_i).
 
-Priors: z_i ~ N(0, :data:`STRENGTH_SD`²) (strength differences of a few units are
-plausible; an Arena's spread is about 2), log ν ~ N(0, :data:`LOG_NU_SD`²), every
-distribution Dirichlet(1).
+Priors: u_k ~ N(0, :data:`STRENGTH_SD`²), that is s ~ N(0, σ²I) restricted to Σ s = 0
+(covariance σ²(I − 11ᵀ/S)): the same prior on s as raw strengths z_i ~ N(0, σ²) centred,
+s = z − mean z, whose mean direction the likelihood never sees (u = Qᵀz, and mean z is
+independent of u a priori and a posteriori), so the posterior of s is that one's, without a
+coordinate NUTS must wander at the prior's scale while the differences are pinned at the
+data's. Strength differences of a few units are plausible (an Arena's spread is about 2);
+log ν ~ N(0, :data:`LOG_NU_SD`²); every distribution Dirichlet(1).
 """
 
 from __future__ import annotations
@@ -50,10 +54,11 @@ __all__ = [
     "arena_shape",
     "davidson_log_probabilities",
     "logdensity",
+    "sum_to_zero",
     "unpack",
 ]
 
-#: Prior SD of each raw strength (log-λ units) and of log ν.
+#: Prior SD of each strength coordinate u_k (log-λ units) and of log ν.
 STRENGTH_SD = 2.0
 LOG_NU_SD = 1.5
 #: Outcomes of one battle's truth (B better, tie, A better).
@@ -82,8 +87,8 @@ class ArenaShape(NamedTuple):
 
     @property
     def head(self) -> int:
-        """Coordinates before the confusions: S strengths and log ν, or 2 per pair."""
-        return 2 * self.n_pairs if self.pairs else self.systems + 1
+        """Coordinates before the confusions: S − 1 strengths and log ν, or 2 per pair."""
+        return 2 * self.n_pairs if self.pairs else self.systems
 
     @property
     def confusion_rows(self) -> tuple[int, ...]:
@@ -108,57 +113,90 @@ def arena_shape(
 
 
 class ArenaData(NamedTuple):
-    """An arena's cells as the density reads them (device arrays).
+    """An arena's battles as the density reads them (device arrays): counts by ordered pair
+    and verdict, so that a likelihood's cost grows with the pairs and the judges' verdict
+    patterns, not with the cells.
+
+    A battle with a human verdict y adds log π_y of its ordered pair plus log P(its judges'
+    verdicts | y): the two parts are summed through ``human_counts`` and ``pattern_counts``.
+    One without adds the log of the mixture Σ_y π_y P(pattern | y) of its pair and pattern:
+    the ``(m, k)`` mixtures of every pair and pattern are one product of the pairs' π and
+    the patterns' P, summed against ``free_counts`` (no gather, no scatter).
 
     Attributes:
-        a, b: ``(n,)`` int32 systems on sides A and B.
-        pair: ``(n,)`` int32 the unordered pair's index (i < j, row-major).
-        flipped: ``(n,)`` bool, a > b: the pair's π read reversed.
-        human: ``(n,)`` int32 class or −1.
-        judge_mask: ``(n, J, 3)`` bool: outcomes consistent with judge j's verdict (all
-            three where it is missing).
-        joint_mask: ``(n, 3^J)`` bool: joint verdicts consistent with every judge's.
-        count: ``(n,)`` float64 battles.
+        pair_a, pair_b: ``(m,)`` int32 the ordered pairs (system on side A, on side B) with a
+            battle.
+        pair_index: ``(m,)`` int32 each one's unordered pair (i < j, row-major).
+        flipped: ``(m,)`` bool, a > b: the unordered pair's π read reversed.
+        human_counts: ``(m, 3)`` float64 battles of the ordered pair with human verdict y.
+        judge_mask: ``(k, J, 3)`` bool, each distinct judges' verdict pattern: the outcomes
+            consistent with judge j's verdict (all three where it is missing).
+        joint_mask: ``(k, 3^J)`` bool: joint verdicts consistent with every judge's.
+        pattern_counts: ``(k, 3)`` float64 battles with the pattern and human verdict y.
+        free_counts: ``(m, k)`` float64 battles of the ordered pair with the pattern and no
+            human verdict.
     """
 
-    a: Array
-    b: Array
-    pair: Array
+    pair_a: Array
+    pair_b: Array
+    pair_index: Array
     flipped: Array
-    human: Array
+    human_counts: Array
     judge_mask: Array
     joint_mask: Array
-    count: Array
+    pattern_counts: Array
+    free_counts: Array
+
+
+def _numbered(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of an ``(n, c)`` int array and each row's number among them."""
+    if rows.shape[1] == 0:
+        return rows[:1], np.zeros(len(rows), np.int64)
+    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return unique, inverse.reshape(-1)
 
 
 def arena_data(
     cells: BattleCells, systems: int, judges: tuple[int, ...] | None = None
 ) -> ArenaData:
     """:class:`ArenaData` of ``cells`` with the judges of columns ``judges`` (None: all; ``()``:
-    none, the human verdicts alone — cells without one are then dropped)."""
+    none, the human verdicts alone — battles without one then carry nothing)."""
     columns = range(cells.judges) if judges is None else judges
     judged = cells.judged[:, list(columns)] if len(columns) else cells.judged[:, :0]
-    keep = np.ones(len(cells.count), bool) if judged.shape[1] else cells.human != NONE
-    a, b = cells.a[keep].astype(np.int64), cells.b[keep].astype(np.int64)
-    judged = judged[keep]
-    low, high = np.minimum(a, b), np.maximum(a, b)
-    pair = low * systems - low * (low + 1) // 2 + (high - low - 1)
     j = judged.shape[1]
+    known = cells.human != NONE
+    keep = np.ones(len(cells.count), bool) if j else known
+    a, b = cells.a[keep].astype(np.int64), cells.b[keep].astype(np.int64)
+    human, judged, count = cells.human[keep], judged[keep], cells.count[keep].astype(np.float64)
+    known = human != NONE
+
+    ordered, pair_of = _numbered(np.column_stack([a, b]))
+    patterns, pattern_of = _numbered(judged)
+    human_counts = np.zeros((len(ordered), OUTCOMES))
+    np.add.at(human_counts, (pair_of[known], human[known]), count[known])
+    pattern_counts = np.zeros((len(patterns), OUTCOMES))
+    np.add.at(pattern_counts, (pattern_of[known], human[known]), count[known])
+    free_counts = np.zeros((len(ordered), len(patterns)))
+    np.add.at(free_counts, (pair_of[~known], pattern_of[~known]), count[~known])
+
+    low, high = ordered.min(axis=1), ordered.max(axis=1)
+    pair_index = low * systems - low * (low + 1) // 2 + (high - low - 1)
     outcome = np.arange(OUTCOMES)
-    judge_mask = (judged[:, :, None] == NONE) | (judged[:, :, None] == outcome)
+    judge_mask = (patterns[:, :, None] == NONE) | (patterns[:, :, None] == outcome)
     verdicts = np.indices((OUTCOMES,) * j).reshape(j, OUTCOMES**j).T  # (3^J, J), judge 1 first
-    joint_mask = np.ones((len(a), OUTCOMES**j), bool)
+    joint_mask = np.ones((len(patterns), OUTCOMES**j), bool)
     for k in range(j):
         joint_mask &= judge_mask[:, k, :][:, verdicts[:, k]]
     return ArenaData(
-        a=jnp.asarray(a, jnp.int32),
-        b=jnp.asarray(b, jnp.int32),
-        pair=jnp.asarray(pair, jnp.int32),
-        flipped=jnp.asarray(a > b),
-        human=jnp.asarray(cells.human[keep], jnp.int32),
+        pair_a=jnp.asarray(ordered[:, 0], jnp.int32),
+        pair_b=jnp.asarray(ordered[:, 1], jnp.int32),
+        pair_index=jnp.asarray(pair_index, jnp.int32),
+        flipped=jnp.asarray(ordered[:, 0] > ordered[:, 1]),
+        human_counts=jnp.asarray(human_counts, jnp.float64),
         judge_mask=jnp.asarray(judge_mask),
         joint_mask=jnp.asarray(joint_mask),
-        count=jnp.asarray(cells.count[keep], jnp.float64),
+        pattern_counts=jnp.asarray(pattern_counts, jnp.float64),
+        free_counts=jnp.asarray(free_counts, jnp.float64),
     )
 
 
@@ -191,14 +229,24 @@ class ArenaParameters(NamedTuple):
     log_confusion: Array | None
 
 
+def sum_to_zero(u: Array) -> Array:
+    """``(S,)`` s = Q u for ``(S − 1,)`` coordinates u, Q the Helmert basis of the sum-zero
+    plane (orthonormal columns: column k − 1 is 1/√(k(k+1)) on systems 0…k − 1 and
+    −k/√(k(k+1)) on system k), in O(S) by a reverse cumulative sum."""
+    k = jnp.arange(1, u.shape[-1] + 1, dtype=u.dtype)
+    c = jnp.concatenate([jnp.zeros(1, u.dtype), u / jnp.sqrt(k * (k + 1.0))])  # c_0 = 0
+    after = jnp.cumsum(c[::-1])[::-1] - c  # Σ_{k > i} c_k
+    return after - jnp.arange(c.shape[0], dtype=u.dtype) * c
+
+
 def unpack(position: Array, shape: ArenaShape) -> ArenaParameters:
     """The :class:`ArenaParameters` of a ``(d,)`` position."""
     if shape.pairs:
         log_pairs = _log_simplex(position[: shape.head].reshape(shape.n_pairs, 2))
         strengths, log_nu = jnp.zeros(shape.systems), jnp.zeros(())
     else:
-        z = position[: shape.systems]
-        strengths, log_nu, log_pairs = z - z.mean(), position[shape.systems], None
+        strengths = sum_to_zero(position[: shape.systems - 1])
+        log_nu, log_pairs = position[shape.systems - 1], None
     rest = position[shape.head :]
     log_confusion = None
     if shape.judges:
@@ -211,24 +259,20 @@ def unpack(position: Array, shape: ArenaShape) -> ArenaParameters:
 
 
 def _log_truth(parameters: ArenaParameters, data: ArenaData, shape: ArenaShape) -> Array:
-    """``(n, 3)`` each cell's log π of the truth in its positions (B, tie, A)."""
+    """``(m, 3)`` each ordered pair's log π of the truth in its positions (B, tie, A)."""
     if shape.pairs:
-        log_pi = parameters.log_pairs[data.pair]  # (low worse, tie, low better)
-        # In a cell, A is the lower-numbered system unless flipped: then A better is
-        # "low worse".
+        log_pi = parameters.log_pairs[data.pair_index]  # (low worse, tie, low better)
+        # A is the lower-numbered system unless flipped: then A better is "low worse".
         return jnp.where(data.flipped[:, None], log_pi[:, ::-1], log_pi)
     s = parameters.strengths
-    return davidson_log_probabilities(s[data.a] - s[data.b], parameters.log_nu)
+    return davidson_log_probabilities(s[data.pair_a] - s[data.pair_b], parameters.log_nu)
 
 
 def _log_judged(parameters: ArenaParameters, data: ArenaData, shape: ArenaShape) -> Array:
-    """``(n, 3)`` log P(the cell's judge verdicts | truth y), summed over missing ones."""
-    n = data.count.shape[0]
-    if not shape.judges:
-        return jnp.zeros((n, OUTCOMES))
+    """``(k, 3)`` log P(a verdict pattern | truth y), summed over its missing verdicts."""
     log_c = parameters.log_confusion
     if shape.independent:
-        # (n, J, y, l) masked to each judge's verdict, summed over l: log P(l_j | y).
+        # (k, J, y, l) masked to each judge's verdict, summed over l: log P(l_j | y).
         masked = jnp.where(data.judge_mask[:, :, None, :], log_c[None], -jnp.inf)
         return jax.nn.logsumexp(masked, axis=-1).sum(axis=1)
     masked = jnp.where(data.joint_mask[:, None, :], log_c[None], -jnp.inf)
@@ -236,13 +280,19 @@ def _log_judged(parameters: ArenaParameters, data: ArenaData, shape: ArenaShape)
 
 
 def log_likelihood(position: Array, data: ArenaData, shape: ArenaShape) -> Array:
-    """Σ_cells count · log P(the cell's verdicts)."""
+    """Σ_battles log P(the battle's verdicts): with a human verdict, the pair's and the
+    pattern's counts against log π and log P(pattern | y); without, each (pair, pattern)'s
+    count against log Σ_y π_y P(pattern | y) (in probabilities: no π or P of a plausible
+    arena comes near underflow)."""
     parameters = unpack(position, shape)
-    joint = _log_truth(parameters, data, shape) + _log_judged(parameters, data, shape)
-    known = data.human != NONE
-    with_human = jnp.take_along_axis(joint, jnp.maximum(data.human, 0)[:, None], axis=1)[:, 0]
-    per_cell = jnp.where(known, with_human, jax.nn.logsumexp(joint, axis=1))
-    return jnp.sum(data.count * per_cell)
+    log_pi = _log_truth(parameters, data, shape)
+    total = jnp.sum(data.human_counts * log_pi)
+    if shape.judges:
+        log_judged = _log_judged(parameters, data, shape)
+        total += jnp.sum(data.pattern_counts * log_judged)
+        mixture = jnp.exp(log_pi) @ jnp.exp(log_judged).T  # (m, k)
+        total += jnp.sum(data.free_counts * jnp.log(mixture))
+    return total
 
 
 def log_prior(position: Array, shape: ArenaShape) -> Array:
@@ -251,9 +301,9 @@ def log_prior(position: Array, shape: ArenaShape) -> Array:
     if shape.pairs:
         total += _log_simplex(position[: shape.head].reshape(shape.n_pairs, 2)).sum()
     else:
-        z = position[: shape.systems]
-        total += -0.5 * jnp.sum((z / STRENGTH_SD) ** 2)
-        total += -0.5 * (position[shape.systems] / LOG_NU_SD) ** 2
+        u = position[: shape.systems - 1]
+        total += -0.5 * jnp.sum((u / STRENGTH_SD) ** 2)
+        total += -0.5 * (position[shape.systems - 1] / LOG_NU_SD) ** 2
     if shape.judges:
         m = shape.confusion_rows[0]
         rest = position[shape.head :].reshape(len(shape.confusion_rows), m - 1)
@@ -262,5 +312,5 @@ def log_prior(position: Array, shape: ArenaShape) -> Array:
 
 
 def logdensity(position: Array, data: ArenaData, shape: ArenaShape) -> Array:
-    """log p(position | cells) up to a constant."""
+    """log p(position | battles) up to a constant."""
     return log_prior(position, shape) + log_likelihood(position, data, shape)

@@ -51,6 +51,8 @@ class SamplerSettings(NamedTuple):
 
 #: 4 chains × (500 + 1000).
 DEFAULT_SETTINGS = SamplerSettings()
+#: Draws summarised together (a block's pair probabilities: block × S² × 3 floats).
+SUMMARY_BLOCK = 200
 
 
 class ArenaDraws(NamedTuple):
@@ -168,9 +170,10 @@ def sample_arena(
     mcmc.run(run_key, init_params=_initial_positions(init_key, shape, settings.chains))
     positions = mcmc.get_samples(group_by_chain=True)  # (chains, samples, d)
     divergences = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
-    summary = jax.jit(jax.vmap(lambda p: _draw_summary(p, shape)))(
-        positions.reshape(-1, shape.size)
-    )
+    # Draw by draw in blocks: all M at once would hold M × S × S × 3 pair probabilities.
+    summary = jax.jit(
+        lambda p: jax.lax.map(lambda x: _draw_summary(x, shape), p, batch_size=SUMMARY_BLOCK)
+    )(positions.reshape(-1, shape.size))
     strengths, log_nu, win_rates, better, pairs, log_confusion = (
         None if x is None else np.asarray(x) for x in summary
     )

@@ -26,6 +26,7 @@ from binmetric_sweep.kernels.arena.logdensity import (
     arena_shape,
     davidson_log_probabilities,
     log_likelihood,
+    sum_to_zero,
     unpack,
 )
 from binmetric_sweep.kernels.arena.posterior import (
@@ -105,8 +106,19 @@ def test_the_likelihood_is_the_battle_by_battle_sum(independent, pairs):
     assert got == pytest.approx(want, rel=1e-11)
 
 
+@pytest.mark.parametrize("systems", [2, 3, 7])
+def test_the_strength_coordinates_are_an_orthonormal_basis_of_the_sum_zero_plane(systems):
+    """s = Q u: Q's columns (the images of the unit vectors) are orthonormal and sum to zero,
+    so u ~ N(0, σ²I) is s ~ N(0, σ²(I − 11ᵀ/S)), raw N(0, σ²) strengths centred."""
+    q = np.stack([np.asarray(sum_to_zero(e)) for e in np.eye(systems - 1)], axis=1)
+    assert q.shape == (systems, systems - 1)
+    assert np.allclose(q.T @ q, np.eye(systems - 1), atol=1e-14)
+    assert np.allclose(q.sum(axis=0), 0.0, atol=1e-14)
+    assert np.allclose(q @ q.T, np.eye(systems) - 1.0 / systems, atol=1e-14)
+
+
 def test_two_systems_from_human_verdicts_match_the_exact_grid():
-    """S = 2, no judge: d = s_0 − s_1 = z_0 − z_1 has prior N(0, 2σ²); the posterior of (d,
+    """S = 2, no judge: d = s_0 − s_1 = √2·u has prior N(0, 2σ²); the posterior of (d,
     log ν) on a 600 × 600 grid is exact to far below the Monte Carlo error."""
     counts = {0: 30, 1: 25, 2: 45}  # B better, tie, A better (system 0 on side A)
     human = np.repeat(list(counts), list(counts.values()))
