@@ -156,3 +156,18 @@ def test_the_private_import_check_finds_each_way_of_importing(tmp_path):
     modules["binmetric_sweep.sweep"] = package / "__init__.py"
     found = _private_uses("binmetric_sweep.sweep.a", package / "a.py", modules)
     assert {private for _, private in found} == {"_one", "_two", "_three", "_four"}
+
+
+def test_every_package_folder_is_installed():
+    """Every folder with an ``__init__.py`` is in pyproject's package list (a folder left out
+    imports from the checkout and is missing from the wheel)."""
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {
+        ".".join((package, *init.parent.relative_to(folder).parts))
+        for package, folder in PACKAGES.items()
+        for init in folder.rglob("__init__.py")
+    }
+    assert set(setuptools["packages"]) == folders
+    assert set(setuptools["package-dir"]) == folders

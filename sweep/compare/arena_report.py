@@ -32,7 +32,7 @@ from binmetric_sweep.sweep.compare.arena import (
     ArenaComparison,
     fit_title,
 )
-from binmetric_sweep.sweep.compare.report import META_PREFIX, _json_value
+from binmetric_sweep.sweep.compare.report import META_PREFIX, json_records
 from binmetric_sweep.sweep.paths import check_out_dir, writing
 
 __all__ = ["arena_json", "arena_text", "draw_arena", "write_arena_tables"]
@@ -41,10 +41,6 @@ __all__ = ["arena_json", "arena_text", "draw_arena", "write_arena_tables"]
 TABLES = ("leaderboard", "pairs", "judges", "health", "next", "heterogeneity")
 #: The pairs to judge next shown on the terminal (all of them with --json or --out).
 NEXT_SHOWN = 5
-
-
-def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{k: _json_value(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _read(result: ArenaComparison) -> dict:
@@ -64,7 +60,7 @@ def arena_json(result: ArenaComparison) -> str:
     """One JSON object (module docstring); NaN and NA are null."""
     return json.dumps(
         {
-            **{name: _records(getattr(result, name)) for name in TABLES},
+            **{name: json_records(getattr(result, name)) for name in TABLES},
             "settings": result.settings,
             "read": _read(result),
             "warnings": list(result.warnings),

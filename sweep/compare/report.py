@@ -29,6 +29,8 @@ __all__ = [
     "MATRIX_MAX_SYSTEMS",
     "comparison_text",
     "comparison_json",
+    "json_records",
+    "json_value",
     "write_tables",
 ]
 
@@ -43,7 +45,8 @@ LISTED_PAIRS = 30
 META_PREFIX = "binmetric_sweep."
 
 
-def _json_value(value):
+def json_value(value):
+    """A table cell as JSON has it: NA and non-finite floats as null, NumPy scalars as Python's."""
     if value is pd.NA:  # a pair not tested: its ``significant`` is neither true nor false
         return None
     if isinstance(value, np.generic):
@@ -53,8 +56,9 @@ def _json_value(value):
     return value
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{k: _json_value(v) for k, v in row.items()} for row in frame.to_dict("records")]
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """A frame's rows as JSON objects, each cell by :func:`json_value`."""
+    return [{k: json_value(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def comparison_json(result: Comparison) -> str:
@@ -62,9 +66,9 @@ def comparison_json(result: Comparison) -> str:
     ``read`` (what the ratings file held, how its labels were combined)."""
     return json.dumps(
         {
-            "systems": _records(result.systems),
-            "pairs": _records(result.pairs),
-            "settings": {k: _json_value(v) for k, v in result.settings.items()},
+            "systems": json_records(result.systems),
+            "pairs": json_records(result.pairs),
+            "settings": {k: json_value(v) for k, v in result.settings.items()},
             "read": _read(result),
         },
         ensure_ascii=False,
