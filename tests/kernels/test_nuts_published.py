@@ -25,7 +25,7 @@ from binmetric_sweep.sweep.execution.fits import fit_lanes
 from binmetric_sweep.sweep.spec.lanes import lane_keys
 from tests.kernels.helpers import published_counts, published_eps, published_table
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 #: How far the sampler's ε may be from the published one, and what of that is
 #: left for its Monte Carlo error once the published ε's own distance to the

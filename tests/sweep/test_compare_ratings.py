@@ -231,6 +231,7 @@ def test_example_file_is_the_documented_draw():
     assert EXAMPLE.stat().st_size < 100_000
 
 
+@pytest.mark.long
 @pytest.mark.slow  # a million rows written and read in three formats: the suite's largest files
 def test_a_million_ratings(tmp_path, capsys):
     """100 systems × 10,000 ratings, with a free-text column, in each format: same counts."""
