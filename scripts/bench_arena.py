@@ -192,18 +192,19 @@ def main(argv: list[str]) -> int:
                 record = run_case(Path(args.battles), case == "shipped-independent")
             record.pop("strengths_mean")
             result["cases"][case] = record
-            print(f"{case}: {record['process_wall_s']:.1f} s cold", file=sys.stderr)
+            print(f"{case}: {record['cold_s']:.1f} s cold", file=sys.stderr)
     result["load_average_after"] = os.getloadavg()
     path = write_record(result, args.out, "arena")
 
     print(
-        f"{'case':<22}{'S':>5}{'battles':>10}{'cold s':>9}{'warm s':>9}{'peak MB':>9}"
-        f"{'R-hat':>8}{'ESS':>7}{'div':>5}"
+        f"{'case':<22}{'S':>5}{'battles':>10}{'cold s':>9}{'warm s':>9}{'process s':>10}"
+        f"{'peak MB':>9}{'R-hat':>8}{'ESS':>7}{'div':>5}"
     )
     for case, r in result["cases"].items():
         print(
-            f"{case:<22}{r['systems']:>5}{r['battles']:>10,}{r['process_wall_s']:>9.1f}"
-            f"{r['warm_s']:>9.1f}{r['peak_rss_mb']:>9.0f}{r['rhat_max']:>8.4f}"
+            f"{case:<22}{r['systems']:>5}{r['battles']:>10,}{r['cold_s']:>9.1f}"
+            f"{r['warm_s']:>9.1f}{r['process_wall_s']:>10.1f}{r['peak_rss_mb']:>9.0f}"
+            f"{r['rhat_max']:>8.4f}"
             f"{r['ess_min']:>7.0f}{r['divergences']:>5}"
         )
     print(f"record: {path}")
