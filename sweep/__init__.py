@@ -3,7 +3,8 @@
 Installed as ``binmetric_sweep.sweep`` (``from binmetric_sweep import sweep``). The
 Python API is :func:`run`, :func:`status`, :func:`load_surface`, :func:`load_fits` and
 :func:`plan` (a :class:`Plan`; more of the planner in ``binmetric_sweep.sweep.plan``) and
-:func:`compare` (a :class:`Comparison`; ``sweep compare``);
+:func:`compare` (a :class:`Comparison`; of a battles file, a leaderboard by method:
+``binmetric_sweep.sweep.compare.compare_battles``; ``sweep compare``);
 ``sweep`` (or ``binmetric-sweep``) on the command line is a thin layer over them.
 """
 

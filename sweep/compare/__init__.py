@@ -8,8 +8,8 @@ JSON, Parquet) and :mod:`.figure`. :func:`compare` chains the first three.
 
 A battles file (pairwise verdicts among many systems: :mod:`.battles`) is compared by
 :func:`~.arena.compare_battles` (a leaderboard by method, :mod:`.arena`; text, JSON and
-Parquet by :mod:`.arena_report`), which ``sweep compare`` calls for a file with columns
-``model_a`` and ``model_b``.
+Parquet by :mod:`.arena_report`), which :func:`compare` and ``sweep compare`` call for a
+file or DataFrame with columns ``model_a`` and ``model_b``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 
 from binmetric_sweep.sweep.compare.analysis import Comparison, compare_systems
 from binmetric_sweep.sweep.compare.arena import ArenaComparison, ArenaOptions, compare_battles
+from binmetric_sweep.sweep.compare.battles import file_columns, is_battles
 from binmetric_sweep.sweep.compare.categorical import compare_classes
 from binmetric_sweep.sweep.compare.options import CompareOptions, Method, options_of
 from binmetric_sweep.sweep.compare.ratings import ratings_from_frame, read_ratings
@@ -60,10 +61,17 @@ FIELDS = (
 
 
 def compare(
-    ratings: str | os.PathLike | pd.DataFrame, options: CompareOptions | None = None, **fields
-) -> Comparison:
+    ratings: str | os.PathLike | pd.DataFrame,
+    options: CompareOptions | ArenaOptions | None = None,
+    **fields,
+) -> Comparison | ArenaComparison:
     """Compare the systems of a ratings file or DataFrame (one row per rated output, or per
     system with counts), as ``sweep compare``.
+
+    A battles file or DataFrame (columns ``model_a`` and ``model_b``) is compared by
+    :func:`~.arena.compare_battles`: ``options`` is then an :class:`~.arena.ArenaOptions`
+    or its keywords, and the result an :class:`~.arena.ArenaComparison` (a leaderboard by
+    method).
 
     ::
 
@@ -106,6 +114,13 @@ def compare(
         SweepError: bad input (one line naming the file, row and column, or the option).
         TypeError: both ``options`` and fields, or a field not one of :data:`FIELDS`.
     """
+    if _battles(ratings):
+        if options is not None and not isinstance(options, ArenaOptions):
+            raise TypeError(
+                "compare(): a battles file (columns model_a, model_b) takes ArenaOptions or "
+                "its keywords, not CompareOptions"
+            )
+        return compare_battles(ratings, options, **fields)
     # The options are parsed once, here, before the file is read: the value goes on down.
     o = options_of(options, fields, "compare", FIELDS)
     # Compiled programs kept for the next run, as ``sweep run`` keeps them.
@@ -162,3 +177,12 @@ def _by_estimator(
         read=True,
     )
     return Comparison(systems, pairs, settings, warnings, None, reading)
+
+
+def _battles(source: str | os.PathLike | pd.DataFrame) -> bool:
+    """Whether ``source`` is a battles table; a file that cannot be read is not (its
+    reader then says why)."""
+    if isinstance(source, pd.DataFrame):
+        return is_battles(source.columns)
+    columns = file_columns(source)
+    return columns is not None and is_battles(columns)

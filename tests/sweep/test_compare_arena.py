@@ -540,3 +540,18 @@ def test_a_judge_partial_to_one_system_is_named_in_a_warning():
     lines = arena._warnings(battles, [], table)
     said = "judge judge: its confusion differs between systems (G-test at Holm-adjusted 0.05) on "
     assert any(line.startswith(said) and "sys0 (Holm p = " in line for line in lines)
+
+
+def test_the_api_s_compare_routes_a_battles_file_to_compare_battles(battles_file):
+    """sweep.compare on a battles file or DataFrame is compare_battles; CompareOptions refused."""
+    from binmetric_sweep import sweep
+    from binmetric_sweep.sweep.compare import CompareOptions
+
+    want = compare_battles(battles_file, ArenaOptions.of(estimator="ppr")).leaderboard
+    for source in (battles_file, pd.read_csv(battles_file)):
+        got = sweep.compare(source, estimator="ppr")
+        assert isinstance(got, arena.ArenaComparison)
+        pd.testing.assert_frame_equal(got.leaderboard, want)
+    assert sweep.compare(battles_file, ArenaOptions.of(estimator="ppr")).leaderboard.equals(want)
+    with pytest.raises(TypeError, match="ArenaOptions"):
+        sweep.compare(battles_file, CompareOptions.of())
