@@ -16,14 +16,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from binmetric_sweep.sweep.compare.arena import (
     ARENA_MODELS,
@@ -32,8 +29,7 @@ from binmetric_sweep.sweep.compare.arena import (
     ArenaComparison,
     fit_title,
 )
-from binmetric_sweep.sweep.compare.report import META_PREFIX, json_records
-from binmetric_sweep.sweep.paths import check_out_dir, writing
+from binmetric_sweep.sweep.compare.report import json_records, write_parquet_tables
 
 __all__ = ["arena_json", "arena_text", "draw_arena", "write_arena_tables"]
 
@@ -72,37 +68,14 @@ def arena_json(result: ArenaComparison) -> str:
 
 def write_arena_tables(result: ArenaComparison, out: str | os.PathLike, source: str) -> list[Path]:
     """:data:`TABLES` as Parquet in ``out`` (created), with the settings, the file's name and
-    what was read in each file's metadata; all written whole to temporary files before any
-    is renamed, so that a failed write (one SweepError line naming ``--out``) leaves no
-    half-written file."""
-    directory = check_out_dir(out)
-    with writing("--out", directory):
-        directory.mkdir(parents=True, exist_ok=True)
-    from binmetric_sweep.sweep.version import __version__
-
+    what was read in each file's metadata (:func:`~.report.write_parquet_tables`: none
+    half-written)."""
     meta = {
-        META_PREFIX + "settings": json.dumps(result.settings, ensure_ascii=False),
-        META_PREFIX + "battles": source,
-        META_PREFIX + "read": json.dumps(_read(result), ensure_ascii=False),
-        META_PREFIX + "version": __version__,
+        "settings": json.dumps(result.settings, ensure_ascii=False),
+        "battles": source,
+        "read": json.dumps(_read(result), ensure_ascii=False),
     }
-    drafts = {}
-    try:
-        with writing("--out", directory):
-            for name in TABLES:
-                table = pa.Table.from_pandas(getattr(result, name), preserve_index=False)
-                table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
-                draft = directory / f".{name}.parquet.{os.getpid()}.tmp"
-                drafts[directory / f"{name}.parquet"] = draft
-                with open(draft, "wb") as handle:
-                    pq.write_table(table, handle)
-            for path, draft in drafts.items():
-                os.replace(draft, path)
-    finally:
-        for draft in drafts.values():
-            with contextlib.suppress(OSError):  # gone, renamed, or never a file
-                draft.unlink()
-    return list(drafts)
+    return write_parquet_tables({name: getattr(result, name) for name in TABLES}, out, meta)
 
 
 # --- text ------------------------------------------------------------------------------

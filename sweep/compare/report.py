@@ -14,6 +14,7 @@ import contextlib
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ __all__ = [
     "comparison_json",
     "json_records",
     "json_value",
+    "write_parquet_tables",
     "write_tables",
 ]
 
@@ -428,25 +430,35 @@ def _leaderboard(result: Comparison) -> list[str]:
 
 def write_tables(result: Comparison, out: str | os.PathLike, source: str) -> list[Path]:
     """``systems.parquet`` and ``pairs.parquet`` in ``out`` (created), with the settings, the
-    ratings file's name and what was read of it in each file's metadata; both written whole
-    to temporary files before either is renamed, so that a failed write (one SweepError
-    line naming ``--out``) leaves no half-written file.
+    ratings file's name and what was read of it in each file's metadata
+    (:func:`write_parquet_tables`).
+    """
+    meta = {
+        "settings": json.dumps(result.settings),
+        "ratings": source,
+        "read": json.dumps(_read(result), ensure_ascii=False),
+    }
+    return write_parquet_tables({"systems": result.systems, "pairs": result.pairs}, out, meta)
+
+
+def write_parquet_tables(
+    frames: Mapping[str, pd.DataFrame], out: str | os.PathLike, meta: Mapping[str, str]
+) -> list[Path]:
+    """Each frame as ``NAME.parquet`` in ``out`` (created), ``meta`` and the version in each
+    file's metadata (keys prefixed :data:`META_PREFIX`); all written whole to temporary
+    files before any is renamed, so that a failed write (one SweepError line naming
+    ``--out``) leaves no half-written file.
     """
     directory = check_out_dir(out)
     with writing("--out", directory):
         directory.mkdir(parents=True, exist_ok=True)
     from binmetric_sweep.sweep.version import __version__
 
-    meta = {
-        META_PREFIX + "settings": json.dumps(result.settings),
-        META_PREFIX + "ratings": source,
-        META_PREFIX + "read": json.dumps(_read(result), ensure_ascii=False),
-        META_PREFIX + "version": __version__,
-    }
+    meta = {META_PREFIX + k: v for k, v in {**meta, "version": __version__}.items()}
     drafts = {}
     try:
         with writing("--out", directory):
-            for name, frame in (("systems", result.systems), ("pairs", result.pairs)):
+            for name, frame in frames.items():
                 table = pa.Table.from_pandas(frame, preserve_index=False)
                 table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
                 # Written as sweep run writes its shards: created with the umask's mode
