@@ -7,7 +7,7 @@ writers (the store, the records, the CLI) read it without importing the package'
 
 __all__ = ["NUMBERS_VERSION", "__version__"]
 
-__version__ = "0.42.0"
+__version__ = "0.43.0"
 #: The version that last changed a fit's numbers (its kernels or chunking) or
 #: the columns of the tables written (0.36.0: a row per estimator, ``estimate``
 #: and ``se`` for ``post_mean`` and ``post_sd``, ``se_mean`` for ``sd_mean``).
