@@ -11,7 +11,11 @@ second fit in the same process with another key (warm):
 - ``synthetic``: ``--systems`` systems and ``--battles`` battles drawn from the model with a
   fixed seed (strengths N(0, 1), ν = 0.5, one positionally biased judge on every battle,
   a human verdict on ``--human-share`` of them, sides and pairs uniform), written as a
-  battles CSV (not timed) that the subprocess reads as the shipped one.
+  battles CSV (not timed) that the subprocess reads as the shipped one;
+- ``compare-bayes``, ``compare-all``: ``sweep compare --battles --estimator bayes|all --json``
+  as a user runs it, twice in fresh processes sharing one compile cache, empty at first
+  (cold), then holding the first run's programs (warm); the record's ``all_over_bayes`` is
+  the ratio of the two cases' times (target ≤ 2).
 
 Each subprocess's peak resident memory is its ``ru_maxrss`` (``os.wait4``); R-hat max, ESS
 min and divergences are the cold fit's (:class:`~kernels.arena.posterior.ArenaDraws`). The
@@ -20,7 +24,8 @@ to ``--out`` as ``arena-<time>.json``.
 
 Usage: python scripts/bench_arena.py [--battles ../shared/reference/arena_battles.csv]
            [--systems 100] [--battles-drawn 1000000] [--human-share 0.01]
-           [--cases shipped-independent,shipped-joint,synthetic] [--out benchmarks/results]
+           [--cases shipped-independent,shipped-joint,synthetic,compare-bayes,compare-all]
+           [--out benchmarks/results]
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 SHIPPED = Path(__file__).resolve().parents[2] / "shared" / "reference" / "arena_battles.csv"
-CASES = ("shipped-independent", "shipped-joint", "synthetic")
+#: ``sweep compare``'s cases: the estimator each runs.
+COMPARE_CASES = {"compare-bayes": "bayes", "compare-all": "all"}
+CASES = ("shipped-independent", "shipped-joint", "synthetic", *COMPARE_CASES)
 #: The synthetic judge's confusion, rows the truth (B better, tie, A better), columns its
 #: verdict: right 70-80 % off ties, and it leans to side A.
 SYNTHETIC_CONFUSION = np.array([[0.7, 0.1, 0.2], [0.25, 0.4, 0.35], [0.08, 0.12, 0.8]])
@@ -129,11 +136,35 @@ def run_case(source: Path, independent: bool) -> dict:
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - t
     if status != 0:
-        raise SystemExit(f"the case on {source} failed (status {status})")
+        raise SystemExit(f"the case on {source} failed (exit {os.waitstatus_to_exitcode(status)})")
     child.returncode = 0
     record = json.loads(output.decode().strip().splitlines()[-1])
     record["process_wall_s"] = wall
     record["peak_rss_mb"] = usage.ru_maxrss / 1024  # Linux: kilobytes
+    return record
+
+
+def run_compare(source: Path, estimator: str, cache: Path) -> dict:
+    """``sweep compare SOURCE --estimator E --json`` twice, each a fresh process with the
+    compile cache ``cache`` (empty before the first: cold); wall time and peak RSS of each."""
+    command = [sys.executable, "-m", "binmetric_sweep.sweep", "compare", str(source)]
+    command += ["--estimator", estimator, "--json"]
+    env = {**os.environ, "BINMETRIC_SWEEP_COMPILE_CACHE": str(cache)}
+    record = {"estimator": estimator}
+    for phase in ("cold", "warm"):
+        t = time.perf_counter()
+        # Its warnings and notes are the same every run: kept to show only on a failure.
+        with tempfile.TemporaryFile() as stderr:
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+            _, status, usage = os.wait4(child.pid, 0)
+            if status != 0:
+                stderr.seek(0)
+                sys.stderr.write(stderr.read().decode())
+                code = os.waitstatus_to_exitcode(status)
+                raise SystemExit(f"sweep compare --estimator {estimator} failed (exit {code})")
+        child.returncode = 0
+        record[f"{phase}_s"] = time.perf_counter() - t
+        record[f"{phase}_peak_rss_mb"] = usage.ru_maxrss / 1024
     return record
 
 
@@ -169,11 +200,19 @@ def main(argv: list[str]) -> int:
             "shipped_cold_s": 30,
             "synthetic_cold_s": 120,
             "synthetic_peak_rss_mb": 4096,
+            "all_over_bayes": 2,
         },
         "cases": {},
+        "compare": {},
     }
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
+            if case in COMPARE_CASES:
+                cache = Path(tmp) / f"cache-{case}"
+                record = run_compare(Path(args.battles), COMPARE_CASES[case], cache)
+                result["compare"][case] = record
+                print(f"{case}: {record['cold_s']:.1f} s cold", file=sys.stderr)
+                continue
             if case == "synthetic":
                 columns, truth = draw_arena(args.systems, args.battles_drawn, args.human_share)
                 source = Path(tmp) / "synthetic.csv"
@@ -193,13 +232,20 @@ def main(argv: list[str]) -> int:
             record.pop("strengths_mean")
             result["cases"][case] = record
             print(f"{case}: {record['cold_s']:.1f} s cold", file=sys.stderr)
+    compared = result["compare"]
+    if len(compared) == len(COMPARE_CASES):
+        result["all_over_bayes"] = {
+            phase: compared["compare-all"][f"{phase}_s"] / compared["compare-bayes"][f"{phase}_s"]
+            for phase in ("cold", "warm")
+        }
     result["load_average_after"] = os.getloadavg()
     path = write_record(result, args.out, "arena")
 
-    print(
-        f"{'case':<22}{'S':>5}{'battles':>10}{'cold s':>9}{'warm s':>9}{'process s':>10}"
-        f"{'peak MB':>9}{'R-hat':>8}{'ESS':>7}{'div':>5}"
-    )
+    if result["cases"]:
+        print(
+            f"{'case':<22}{'S':>5}{'battles':>10}{'cold s':>9}{'warm s':>9}{'process s':>10}"
+            f"{'peak MB':>9}{'R-hat':>8}{'ESS':>7}{'div':>5}"
+        )
     for case, r in result["cases"].items():
         print(
             f"{case:<22}{r['systems']:>5}{r['battles']:>10,}{r['cold_s']:>9.1f}"
@@ -207,6 +253,14 @@ def main(argv: list[str]) -> int:
             f"{r['rhat_max']:>8.4f}"
             f"{r['ess_min']:>7.0f}{r['divergences']:>5}"
         )
+    for case, r in compared.items():
+        print(
+            f"{case}: {r['cold_s']:.1f} s cold, {r['warm_s']:.1f} s warm, "
+            f"{max(r['cold_peak_rss_mb'], r['warm_peak_rss_mb']):.0f} MB"
+        )
+    if "all_over_bayes" in result:
+        ratio = result["all_over_bayes"]
+        print(f"--estimator all / bayes: {ratio['cold']:.2f} cold, {ratio['warm']:.2f} warm")
     print(f"record: {path}")
     return 0
 
