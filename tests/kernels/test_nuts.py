@@ -62,7 +62,8 @@ def test_nuts_agrees_with_quadrature_on_200_tuples(agreement):
     np.testing.assert_allclose(fit.post_sd[~sampled], exact.post_sd[~sampled], rtol=1e-12)
 
 
-@pytest.mark.long  # NumPyro's sampler, not ours; ours: test_nuts_agrees_with_quadrature_on_200_tuples
+# NumPyro's sampler, not ours; ours: test_nuts_agrees_with_quadrature_on_200_tuples
+@pytest.mark.long
 @pytest.mark.parametrize("dense_mass", [False, True], ids=["diagonal", "dense"])
 def test_numpyro_s_own_nuts_agrees_with_quadrature(agreement, dense_mass):
     """The oracle: NumPyro's NUTS (``numpyro.infer.hmc``) on every eighteenth sampled lane

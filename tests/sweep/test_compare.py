@@ -568,7 +568,8 @@ def thousand_systems(seed: int = 11) -> pd.DataFrame:
     return counts_table(*rows)
 
 
-@pytest.mark.long  # test_without_metric_ratings_every_p_is_the_exact_two_beta_probability: few systems
+# few systems: test_without_metric_ratings_every_p_is_the_exact_two_beta_probability
+@pytest.mark.long
 @pytest.mark.parametrize("rates", ["per-system", "shared"])
 def test_a_thousand_systems(rates, tmp_path, capsys):
     """A leaderboard: every one of 499,500 pairs, each P in [0, 1]; under per-system rates the
