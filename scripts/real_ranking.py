@@ -39,7 +39,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from binmetric_sweep.kernels.arena.cells import NONE, BattleCells, count_cells
+from binmetric_sweep.kernels.arena.cells import NONE, BattleCells, count_cells, with_human_verdict
 from binmetric_sweep.kernels.arena.logdensity import arena_data, arena_shape
 from binmetric_sweep.kernels.arena.posterior import (
     rank_draws,
@@ -83,15 +83,9 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])))
 
 
-def judged_only(cells: BattleCells) -> BattleCells:
-    """The battles with a human verdict."""
-    keep = cells.human != NONE
-    return BattleCells(*(np.asarray(f)[keep] for f in cells))
-
-
 def posterior_ranks(key, cells: BattleCells, systems: int, judges: tuple[int, ...]):
     """The posterior's rank draws ``(M, S)`` and the fit's health."""
-    data = arena_data(cells if judges else judged_only(cells), systems, judges)
+    data = arena_data(cells if judges else with_human_verdict(cells), systems, judges)
     draws = sample_arena(key, data, arena_shape(systems, len(judges)))
     health = {
         "rhat_max": float(draws.rhat_max),

@@ -14,7 +14,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["A_BETTER", "B_BETTER", "NONE", "TIE", "BattleCells", "count_cells"]
+__all__ = [
+    "A_BETTER",
+    "B_BETTER",
+    "NONE",
+    "TIE",
+    "BattleCells",
+    "count_cells",
+    "with_human_verdict",
+]
 
 #: The verdict classes (as the preference classes) and a missing verdict.
 B_BETTER, TIE, A_BETTER, NONE = 0, 1, 2, -1
@@ -63,3 +71,9 @@ def count_cells(a, b, human, judged) -> BattleCells:
         judged=unique[:, 3:].copy(),
         count=count.astype(np.int64),
     )
+
+
+def with_human_verdict(cells: BattleCells) -> BattleCells:
+    """The cells with a human verdict."""
+    keep = cells.human != NONE
+    return BattleCells(*(np.asarray(x)[keep] for x in cells))

@@ -61,7 +61,14 @@ import jax
 import numpy as np
 import pandas as pd
 
-from binmetric_sweep.kernels.arena.cells import A_BETTER, B_BETTER, NONE, TIE, BattleCells
+from binmetric_sweep.kernels.arena.cells import (
+    A_BETTER,
+    B_BETTER,
+    NONE,
+    TIE,
+    BattleCells,
+    with_human_verdict,
+)
 from binmetric_sweep.kernels.arena.heterogeneity import judge_heterogeneity
 from binmetric_sweep.kernels.arena.logdensity import arena_data, arena_shape
 from binmetric_sweep.kernels.arena.next_verdicts import next_verdicts
@@ -415,12 +422,6 @@ class ArenaComparison(NamedTuple):
 # --- the methods' tasks ----------------------------------------------------------------
 
 
-def _human_cells(cells: BattleCells) -> BattleCells:
-    """The cells with a human verdict."""
-    keep = cells.human != NONE
-    return BattleCells(*(np.asarray(x)[keep] for x in cells))
-
-
 def _as_truth(cells: BattleCells, judge: int) -> BattleCells:
     """The battles judge ``judge`` gave a verdict on, that verdict in ``human`` and no
     judges, alike cells merged."""
@@ -445,7 +446,7 @@ def _bayes_tasks(battles: Battles, options: ArenaOptions):
 
 
 def _human_only_tasks(battles: Battles, options: ArenaOptions):
-    cells = _human_cells(battles.cells)
+    cells = with_human_verdict(battles.cells)
     if not len(cells.count):
         raise SweepError(
             f"{battles.source}: column human: no battle has a human verdict, so human_only "
@@ -477,7 +478,7 @@ def _ppr_tasks(battles: Battles, options: ArenaOptions):
                 "ranking needs every system there (or another --estimator)"
             )
 
-    require_all(_human_cells(cells), "with a human verdict")
+    require_all(with_human_verdict(cells), "with a human verdict")
     if human.all():
         note = (
             "ppr: every battle has a human verdict, so a judge adds nothing: ppr is the human "
@@ -494,7 +495,7 @@ def _ppr_tasks(battles: Battles, options: ArenaOptions):
                 f"ppr, judge {name}: {left:,} battles without its verdict left out (PPI needs "
                 "the judge's verdict on every battle it reads)"
             )
-        require_all(_human_cells(judged), f"with a human verdict and judge {name}'s")
+        require_all(with_human_verdict(judged), f"with a human verdict and judge {name}'s")
         unlabelled = BattleCells(*(np.asarray(x)[judged.human == NONE] for x in judged))
         require_all(unlabelled, f"without a human verdict that judge {name} judged")
         tasks.append(ArenaTask("ppr", name, judged, (), j, False))
