@@ -202,13 +202,13 @@ def timed_fits(
     :func:`cascade_without` of nothing).
     With :data:`WARM_UP` set (``--warm-up``), the fits also run once untimed
     first: on an accelerator the first run of a program also loads it onto
-    the device (seen on an H100: 10^3 quadrature lanes at 9.8k/s on a
-    program's first run, 24.6k/s on a later one).
+    the device, so that a first run's rate understates the program's
+    (docs/performance.md, "One GPU").
     With ``runs`` (a list, emptied first), the fits run
     :data:`QUADRATURE_REPEATS` times, and more until they have taken
     :data:`QUADRATURE_SECONDS` in all, each timed into it, and the time
-    returned is the median (a run of 4096 lanes, under half a second on the
-    development CPU, came out up to 15 % apart from one run to the next).
+    returned is the median (a short run's time drifts from one run to the
+    next with the machine's load; docs/performance.md).
     With ``info`` (a list), it receives the last timed run's
     :class:`sweep.execution.fits.FitInfo`.
     """

@@ -126,8 +126,8 @@ def _one_hot_ranks(ranks: np.ndarray) -> np.ndarray:
 
 def _rank_masses(log_w: np.ndarray, hot: np.ndarray) -> np.ndarray:
     """``(..., S, S)`` each system's weighted rank distribution: ``(..., M)`` log weights
-    times the ``(M, S·S)`` one-hot ranks, as one 2-D product (a stacked product is
-    several times slower)."""
+    times the ``(M, S·S)`` one-hot ranks, as one 2-D product: one large matrix product
+    for BLAS rather than a stack of small ones."""
     s = int(round(np.sqrt(hot.shape[1])))
     flat = np.exp(log_w).reshape(-1, hot.shape[0]) @ hot
     return flat.reshape(*log_w.shape[:-1], s, s)
