@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import integrate, stats
-from scipy.special import betaln, gammaln, logsumexp
+from scipy.special import betaln, gammaln, logsumexp, xlog1py, xlogy
 
 from binmetric_sweep.kernels.quadrature import (
     QuadratureRule,
@@ -75,6 +75,66 @@ def test_known_kind_matches_adaptive_integration():
         # Measured worst: 1.2e-10 (N_Φ = 0, a broad α-marginal).
         assert s.mean[i] == pytest.approx(m, abs=1e-5)
         assert s.sd[i] == pytest.approx(np.sqrt(v - m * m), abs=1e-5)
+
+
+def known_lanes(b: int, seed: int):
+    """``(b,)`` campaigns with ρ, η known: α near the bounds for a third of them, and for
+    half of them the metric's verdicts drawn with other rates than the known ones (the
+    rates a team assumed were wrong), so that its rate often lies outside [1 − η, ρ]."""
+    rng = np.random.default_rng(seed)
+    alpha = np.where(rng.uniform(size=b) < 1 / 3, rng.uniform(0, 0.03, b), rng.uniform(size=b))
+    alpha = np.where(rng.uniform(size=b) < 0.5, alpha, 1 - alpha)
+    n_phi = rng.choice([0, 10, 100, 1000, 10_000], b)
+    n_m = rng.choice([10, 1000, 10**5, 10**7], b)
+    rho, eta = rng.uniform(0.5, 1.0, (2, b))
+    wrong = rng.uniform(size=b) < 0.5
+    rho_m, eta_m = np.where(wrong, rng.uniform(0.5, 1.0, (2, b)), (rho, eta))
+    rate = alpha * rho_m + (1 - alpha) * (1 - eta_m)
+    return counts(
+        n_pos=rng.binomial(n_phi, alpha),
+        n_phi=n_phi,
+        m_pos=rng.binomial(n_m, rate),
+        n_m=n_m,
+        rho=rho,
+        eta=eta,
+        rho_eta_known=True,
+    )
+
+
+def grid_moments(c, i, points=100_001):
+    """Mean and SD of lane i's α-marginal by Simpson's rule on a grid over where it is
+    within e^−60 of its peak (reaching a bound where it does not fall off before it)."""
+
+    def log_post(a):
+        p = a * c.rho[i] + (1 - a) * (1 - c.eta[i])
+        return (
+            xlogy(c.n_pos[i], a)
+            + xlog1py(c.n_phi[i] - c.n_pos[i], -a)
+            + xlogy(c.m_pos[i], p)
+            + xlog1py(c.n_m[i] - c.m_pos[i], -p)
+        )
+
+    a = np.linspace(0, 1, points)
+    with np.errstate(divide="ignore"):
+        held = np.nonzero(log_post(a) > np.max(log_post(a)) - 60)[0]
+    a = np.linspace(a[max(held[0] - 1, 0)], a[min(held[-1] + 1, a.size - 1)], points)
+    with np.errstate(divide="ignore"):
+        density = np.exp(log_post(a) - np.max(log_post(a)))
+    total = integrate.simpson(density, x=a)
+    mean = integrate.simpson(a * density, x=a) / total
+    return mean, np.sqrt(integrate.simpson((a - mean) ** 2 * density, x=a) / total)
+
+
+def test_known_kind_on_drawn_campaigns_matches_a_fine_grid():
+    """Where the metric's rate lies outside what ρ, η allow, the α-marginal peaks at a
+    bound, far from what the human ratings alone say; the window is placed at the exact
+    mode, and the moments hold to 2e-5 of the SD (measured: 9e-7, the grid's error).
+    Placed on the human ratings, 8 of these lanes were off by 0.4 % to 25 % of the SD."""
+    c = known_lanes(96, 3)
+    s = summarize(c, "known")
+    reference = np.array([grid_moments(c, i) for i in range(96)]).T
+    error = np.abs(np.stack([s.mean, s.sd]) - reference) / reference[1]
+    assert error.max() < 2e-5, np.argmax(error.max(0))
 
 
 def test_published_eps_within_0_002():
