@@ -47,6 +47,7 @@ Array = jax.Array
 
 __all__ = [
     "LOG_NU_SD",
+    "OUTCOMES",
     "STRENGTH_SD",
     "ArenaData",
     "ArenaShape",

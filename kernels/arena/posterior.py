@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import MCMC, NUTS
+from numpyro.infer.hmc import hmc
 
 from binmetric_sweep.kernels.arena.logdensity import (
     ArenaData,
@@ -36,6 +37,7 @@ __all__ = [
     "rank_draws",
     "rank_intervals",
     "sample_arena",
+    "sample_arenas",
     "simultaneous_rank_sets",
 ]
 
@@ -51,6 +53,8 @@ class SamplerSettings(NamedTuple):
 
 #: 4 chains × (500 + 1000).
 DEFAULT_SETTINGS = SamplerSettings()
+#: Arenas in each of :func:`sample_arenas`' calls.
+ARENAS_PER_CALL = 16
 #: Draws summarised together (a block's pair probabilities: block × S² × 3 floats).
 SUMMARY_BLOCK = 200
 
@@ -197,6 +201,90 @@ def sample_arena(
         rhat_max=float(np.nanmax(rhat)),
         ess_min=float(np.nanmin(ess)),
         divergences=divergences,
+    )
+
+
+class BatchDraws(NamedTuple):
+    """The draws of a batch of arenas (:func:`sample_arenas`).
+
+    Attributes:
+        strengths: ``(B, chains, samples, S)`` centred strengths.
+        divergences: ``(B,)`` divergent transitions after warm-up.
+        rhat_max, ess_min: ``(B,)`` the worst split R-hat and bulk ESS of the strengths.
+    """
+
+    strengths: np.ndarray
+    divergences: np.ndarray
+    rhat_max: np.ndarray
+    ess_min: np.ndarray
+
+
+def sample_arenas(
+    keys: Array, data: ArenaData, shape: ArenaShape, settings: SamplerSettings = DEFAULT_SETTINGS
+) -> BatchDraws:
+    """The strengths' posterior draws of B arenas of one shape in one vectorised call.
+
+    NumPyro's NUTS kernel (its functional form, :func:`numpyro.infer.hmc.hmc`, each chain
+    its own adaptation) vmapped over the arenas and their chains, so that a batch of small
+    arenas (a simulation's replicates) shares one compiled program and every loop trip.
+    For one large arena :func:`sample_arena` is the same sampler. The arenas run in calls of
+    :data:`ARENAS_PER_CALL`, the last padded.
+
+    Args:
+        keys: ``(B,)`` one key per arena; arena b's draws depend on ``keys[b]`` and its
+            data alone.
+        data: :class:`ArenaData` with leading ``(B,)`` in one layout
+            (:func:`kernels.arena.simulate.cell_data`).
+        shape: the arenas' :class:`ArenaShape` (strengths, not ``pairs``).
+        settings: NUTS settings.
+    """
+    jax.config.update("jax_enable_x64", True)
+    init_kernel, sample_kernel = hmc(
+        potential_fn_gen=lambda d: lambda position: -logdensity(position, d, shape),
+        algo="NUTS",
+    )
+    total = settings.warmup + settings.samples
+
+    def chain(key, position, d):
+        state = init_kernel(
+            position,
+            num_warmup=settings.warmup,
+            target_accept_prob=settings.target_accept,
+            model_args=(d,),
+            rng_key=key,
+        )
+
+        def transition(state, _):
+            state = sample_kernel(state, model_args=(d,))
+            return state, (unpack(state.z, shape).strengths, state.diverging)
+
+        _, (strengths, diverging) = jax.lax.scan(transition, state, None, length=total)
+        return strengths[settings.warmup :], diverging[settings.warmup :].sum()
+
+    def arena(key, d):
+        init_key, run_key = jax.random.split(key)
+        positions = _initial_positions(init_key, shape, settings.chains)
+        chain_keys = jax.random.split(run_key, settings.chains)
+        return jax.vmap(chain, in_axes=(0, 0, None))(chain_keys, positions, d)
+
+    # Calls of a fixed size, the last padded: XLA's code (and its rounding, which chaotic
+    # trajectories amplify) depends on the batch's size, so a lane's draws would otherwise
+    # depend on how many arenas were sampled with it (not on which, nor on its slot).
+    run = jax.jit(jax.vmap(arena))
+    b = keys.shape[0]
+    parts = []
+    for start in range(0, b, ARENAS_PER_CALL):
+        index = np.resize(np.arange(start, min(start + ARENAS_PER_CALL, b)), ARENAS_PER_CALL)
+        out = run(keys[index], jax.tree.map(lambda x, i=index: x[i], data))
+        parts.append([np.asarray(x)[: min(ARENAS_PER_CALL, b - start)] for x in out])
+    strengths, divergences = (np.concatenate(x) for x in zip(*parts, strict=True))
+    rhat = np.stack([np.asarray(split_gelman_rubin(x)) for x in strengths])
+    ess = np.stack([np.asarray(effective_sample_size(x)) for x in strengths])
+    return BatchDraws(
+        strengths=strengths,
+        divergences=np.asarray(divergences).sum(axis=1),
+        rhat_max=np.nanmax(rhat, axis=1),
+        ess_min=np.nanmin(ess, axis=1),
     )
 
 
