@@ -15,9 +15,8 @@ Usage: python scripts/bradley_terry_check.py [--battles examples/arena_battles.c
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
+import sys
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from binmetric_sweep.kernels.arena.logdensity import arena_data, arena_shape
 from binmetric_sweep.kernels.arena.posterior import sample_arena
 from binmetric_sweep.kernels.arena.predictive import pair_outcomes, pair_predictive_check
 from binmetric_sweep.sweep.compare.battles import read_battles
+from binmetric_sweep.sweep.storage.records import provenance, write_record
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,11 +75,7 @@ def main() -> None:
             f"  {r['system']} vs {r['opponent']}: {r['observed']} / {r['expected']}, "
             f"p {r['p_value']:.4f}, Holm {r['p_holm']:.3f}"
         )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / time.strftime("bradley-terry-check-%Y%m%d-%H%M%S.json", time.gmtime())
     record = {
-        "script": "scripts/bradley_terry_check.py",
         "battles": Path(args.battles).name,
         "alpha": args.alpha,
         "seed": args.seed,
@@ -93,10 +89,10 @@ def main() -> None:
         "misfits": len(misfits),
         "unadjusted_below_0.05": sum(r["p_value"] < 0.05 for r in rows),
         "seconds": time.perf_counter() - start,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "cpus": os.cpu_count(),
+        **provenance("bradley_terry_check.py", sys.argv[1:]),
     }
-    path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"wrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    print(f"wrote {write_record(record, args.out, 'bradley-terry-check')}")
 
 
 if __name__ == "__main__":

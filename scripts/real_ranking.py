@@ -30,9 +30,8 @@ Usage: python scripts/real_ranking.py [--battles examples/arena_battles.csv]
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
+import sys
 import time
 from pathlib import Path
 
@@ -49,6 +48,7 @@ from binmetric_sweep.kernels.arena.posterior import (
 )
 from binmetric_sweep.kernels.arena.ppr import ppr_win_rates, rank_sets, released_covariance
 from binmetric_sweep.sweep.compare.battles import read_battles
+from binmetric_sweep.sweep.storage.records import provenance, write_record
 
 REPO = Path(__file__).resolve().parents[1]
 SHORT = {"gpt-4-0125-preview": "gpt-4", "gpt-3.5-turbo": "gpt-3.5"}
@@ -272,11 +272,7 @@ def main() -> None:
             f"{r['held']:.3f} ± {r['held_se']:.3f} {r['all_held']:>8.3f} {r['size']:>6.2f} "
             f"{r['tau']:>6.3f}"
         )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / time.strftime("real-ranking-%Y%m%d-%H%M%S.json", time.gmtime())
     record = {
-        "script": "scripts/real_ranking.py",
         "battles": Path(args.battles).name,
         "systems": list(battles.systems),
         "judges": list(battles.judges),
@@ -290,13 +286,10 @@ def main() -> None:
         "summary": summary,
         "fits": fits,
         "seconds": time.perf_counter() - start,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "device": jax.devices()[0].device_kind,
-        },
+        "cpus": os.cpu_count(),
+        **provenance("real_ranking.py", sys.argv[1:]),
     }
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path = write_record(record, args.out, "real-ranking")
     draw_figure(summary, args.level, Path(args.figure))
     print(f"wrote {path} and {args.figure}")
 
