@@ -238,6 +238,8 @@ def sample_arenas(
         shape: the arenas' :class:`ArenaShape` (strengths, not ``pairs``).
         settings: NUTS settings.
     """
+    if shape.pairs:
+        raise ValueError("sample_arenas: the strengths model only (shape.pairs is True)")
     jax.config.update("jax_enable_x64", True)
     init_kernel, sample_kernel = hmc(
         potential_fn_gen=lambda d: lambda position: -logdensity(position, d, shape),

@@ -103,6 +103,8 @@ def test_an_arena_s_draws_do_not_depend_on_the_others_in_its_batch():
     assert every.strengths.shape == (5, 2, 40, 3)
     np.testing.assert_array_equal(some.strengths, every.strengths[[3, 1]])
     np.testing.assert_allclose(every.strengths.sum(axis=-1), 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="strengths model"):
+        sample_arenas(keys, data, arena_shape(3, 1, pairs=True), settings)
 
 
 def prior_designs(rng, count, systems, battles, share):
