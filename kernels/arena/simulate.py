@@ -118,9 +118,14 @@ def draw_arena_counts(key: Array, design: ArenaDesign) -> Array:
     return draw_multinomial(jax.random.fold_in(key, 2), by_human, rows)
 
 
+def _judges_of(counts) -> int:
+    """J of counts whose last axis holds the 3^J joint verdicts."""
+    return int(round(np.log(counts.shape[-1]) / np.log(OUTCOMES)))
+
+
 def _judged_counts(counts: Array, judges: tuple[int, ...]) -> Array:
     """``counts`` with the joint-verdict axis reduced to the verdicts of ``judges``."""
-    total = int(round(np.log(counts.shape[-1]) / np.log(OUTCOMES)))
+    total = _judges_of(counts)
     by_judge = counts.reshape(*counts.shape[:-1], *(OUTCOMES,) * total)
     drop = tuple(counts.ndim - 1 + j for j in range(total) if j not in judges)
     kept = by_judge.sum(axis=drop)
@@ -136,16 +141,18 @@ def cell_data(
         counts: :func:`draw_arena_counts`' ``(S, S, 3, 2, 3^J)`` (traced or not).
         battles: ``(S, S)`` the design's battles (host-side: it fixes the layout, every
             ordered pair with at least one battle).
-        judges: the judges whose verdicts the posterior reads (None: all; ``()``: none, the
-            human verdicts alone).
+        judges: the judges whose verdicts the posterior reads, in increasing order (None:
+            all; ``()``: none, the human verdicts alone).
 
     Returns:
         The data :func:`~kernels.arena.logdensity.arena_data` makes of the same battles'
         :func:`cells_of`, with every pattern and every ordered pair of the design kept
         (zero rows add nothing to the density): the same log density at every position.
     """
-    total = int(round(np.log(counts.shape[-1]) / np.log(OUTCOMES)))
+    total = _judges_of(counts)
     judges = tuple(range(total)) if judges is None else tuple(judges)
+    if list(judges) != sorted(set(judges)) or not set(judges) <= set(range(total)):
+        raise ValueError(f"judges: {judges}, expected distinct judges of 0..{total - 1}, in order")
     counts = _judged_counts(counts, judges)
     a, b = np.nonzero(np.asarray(battles) > 0)
     s = np.asarray(battles).shape[0]
@@ -173,7 +180,7 @@ def cells_of(counts: np.ndarray) -> BattleCells:
     battles without a human verdict merged over their truths, in
     :func:`~kernels.arena.cells.count_cells`' order."""
     counts = np.asarray(counts)
-    judges = int(round(np.log(counts.shape[-1]) / np.log(OUTCOMES)))
+    judges = _judges_of(counts)
     a, b, truth, kept, pattern = np.nonzero(counts)
     human = np.where(kept == 1, truth, NONE)
     rows = np.column_stack([a, b, human, _pattern_digits(judges)[pattern]])

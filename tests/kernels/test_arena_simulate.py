@@ -89,6 +89,14 @@ def test_cell_data_is_arena_data_of_the_same_battles(judges, independent):
     np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
+def test_cell_data_takes_judges_in_order():
+    d = design()
+    counts = draw_arena_counts(jax.random.key(3), d)
+    for judges in ((1, 0), (2,), (0, 0)):
+        with pytest.raises(ValueError, match="judges"):
+            cell_data(counts, np.asarray(d.battles), judges)
+
+
 def test_an_arena_s_draws_do_not_depend_on_the_others_in_its_batch():
     d = design(systems=3, battles=6, judges=1)
     keys = jax.random.split(jax.random.key(5), 5)
