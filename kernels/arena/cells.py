@@ -21,6 +21,7 @@ __all__ = [
     "TIE",
     "BattleCells",
     "count_cells",
+    "pair_index",
     "with_human_verdict",
 ]
 
@@ -71,6 +72,13 @@ def count_cells(a, b, human, judged) -> BattleCells:
         judged=unique[:, 3:].copy(),
         count=count.astype(np.int64),
     )
+
+
+def pair_index(a, b, systems: int) -> np.ndarray:
+    """Each battle's unordered pair {a, b} as its index among the S(S − 1)/2 pairs i < j,
+    row-major (the order of ``np.triu_indices(S, 1)``), elementwise over NumPy arrays."""
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    return low * systems - low * (low + 1) // 2 + (high - low - 1)
 
 
 def with_human_verdict(cells: BattleCells) -> BattleCells:

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from binmetric_sweep.kernels.arena.cells import NONE, BattleCells
+from binmetric_sweep.kernels.arena.cells import NONE, BattleCells, pair_index
 
 Array = jax.Array
 
@@ -180,8 +180,6 @@ def arena_data(
     free_counts = np.zeros((len(ordered), len(patterns)))
     np.add.at(free_counts, (pair_of[~known], pattern_of[~known]), count[~known])
 
-    low, high = ordered.min(axis=1), ordered.max(axis=1)
-    pair_index = low * systems - low * (low + 1) // 2 + (high - low - 1)
     outcome = np.arange(OUTCOMES)
     judge_mask = (patterns[:, :, None] == NONE) | (patterns[:, :, None] == outcome)
     verdicts = np.indices((OUTCOMES,) * j).reshape(j, OUTCOMES**j).T  # (3^J, J), judge 1 first
@@ -191,7 +189,7 @@ def arena_data(
     return ArenaData(
         pair_a=jnp.asarray(ordered[:, 0], jnp.int32),
         pair_b=jnp.asarray(ordered[:, 1], jnp.int32),
-        pair_index=jnp.asarray(pair_index, jnp.int32),
+        pair_index=jnp.asarray(pair_index(ordered[:, 0], ordered[:, 1], systems), jnp.int32),
         flipped=jnp.asarray(ordered[:, 0] > ordered[:, 1]),
         human_counts=jnp.asarray(human_counts, jnp.float64),
         judge_mask=jnp.asarray(judge_mask),

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from binmetric_sweep.kernels.arena.cells import NONE, BattleCells
+from binmetric_sweep.kernels.arena.cells import NONE, BattleCells, pair_index
 from binmetric_sweep.kernels.arena.heterogeneity import holm
 
 __all__ = ["PairCheck", "pair_outcomes", "pair_predictive_check"]
@@ -57,8 +57,7 @@ def pair_outcomes(cells: BattleCells, systems: int) -> np.ndarray:
     better), whichever side i was shown on."""
     known = cells.human != NONE
     a, b, human = cells.a[known], cells.b[known], cells.human[known]
-    low, high = np.minimum(a, b), np.maximum(a, b)
-    pair = low * systems - low * (low + 1) // 2 + (high - low - 1)
+    pair = pair_index(a, b, systems)
     outcome = np.where(a < b, human, 2 - human)  # classes are (B better, tie, A better)
     out = np.zeros((systems * (systems - 1) // 2, 3))
     np.add.at(out, (pair, outcome), cells.count[known])

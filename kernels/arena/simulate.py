@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from binmetric_sweep.kernels.arena.cells import NONE, BattleCells
+from binmetric_sweep.kernels.arena.cells import NONE, BattleCells, pair_index
 from binmetric_sweep.kernels.arena.logdensity import (
     OUTCOMES,
     ArenaData,
@@ -156,7 +156,6 @@ def cell_data(
     counts = _judged_counts(counts, judges)
     a, b = np.nonzero(np.asarray(battles) > 0)
     s = np.asarray(battles).shape[0]
-    low, high = np.minimum(a, b), np.maximum(a, b)
     pair = counts[a, b]  # (m, 3, 2, k)
     digits = _pattern_digits(len(judges))
     outcome = np.arange(OUTCOMES)
@@ -165,7 +164,7 @@ def cell_data(
     return ArenaData(
         pair_a=jnp.asarray(a, jnp.int32),
         pair_b=jnp.asarray(b, jnp.int32),
-        pair_index=jnp.asarray(low * s - low * (low + 1) // 2 + (high - low - 1), jnp.int32),
+        pair_index=jnp.asarray(pair_index(a, b, s), jnp.int32),
         flipped=jnp.asarray(a > b),
         human_counts=pair[:, :, 1, :].sum(axis=-1),
         judge_mask=jnp.asarray(digits[:, :, None] == outcome),
