@@ -12,6 +12,7 @@ system's win rate against the field, and the judges' confusions.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -219,28 +220,11 @@ class BatchDraws(NamedTuple):
     ess_min: np.ndarray
 
 
-def sample_arenas(
-    keys: Array, data: ArenaData, shape: ArenaShape, settings: SamplerSettings = DEFAULT_SETTINGS
-) -> BatchDraws:
-    """The strengths' posterior draws of B arenas of one shape in one vectorised call.
-
-    NumPyro's NUTS kernel (its functional form, :func:`numpyro.infer.hmc.hmc`, each chain
-    its own adaptation) vmapped over the arenas and their chains, so that a batch of small
-    arenas (a simulation's replicates) shares one compiled program and every loop trip.
-    For one large arena :func:`sample_arena` is the same sampler. The arenas run in calls of
-    :data:`ARENAS_PER_CALL`, the last padded.
-
-    Args:
-        keys: ``(B,)`` one key per arena; arena b's draws depend on ``keys[b]`` and its
-            data alone.
-        data: :class:`ArenaData` with leading ``(B,)`` in one layout
-            (:func:`kernels.arena.simulate.cell_data`).
-        shape: the arenas' :class:`ArenaShape` (strengths, not ``pairs``).
-        settings: NUTS settings.
-    """
-    if shape.pairs:
-        raise ValueError("sample_arenas: the strengths model only (shape.pairs is True)")
-    jax.config.update("jax_enable_x64", True)
+@functools.lru_cache(maxsize=8)
+def _batch_program(shape: ArenaShape, settings: SamplerSettings):
+    """The jitted ``(keys, data) -> (strengths, divergences)`` of a call of
+    :func:`sample_arenas`, built once per shape and settings (both hashable), so that a
+    simulation's many calls compile once."""
     init_kernel, sample_kernel = hmc(
         potential_fn_gen=lambda d: lambda position: -logdensity(position, d, shape),
         algo="NUTS",
@@ -272,7 +256,32 @@ def sample_arenas(
     # Calls of a fixed size, the last padded: XLA's code (and its rounding, which chaotic
     # trajectories amplify) depends on the batch's size, so a lane's draws would otherwise
     # depend on how many arenas were sampled with it (not on which, nor on its slot).
-    run = jax.jit(jax.vmap(arena))
+    return jax.jit(jax.vmap(arena))
+
+
+def sample_arenas(
+    keys: Array, data: ArenaData, shape: ArenaShape, settings: SamplerSettings = DEFAULT_SETTINGS
+) -> BatchDraws:
+    """The strengths' posterior draws of B arenas of one shape in one vectorised call.
+
+    NumPyro's NUTS kernel (its functional form, :func:`numpyro.infer.hmc.hmc`, each chain
+    its own adaptation) vmapped over the arenas and their chains, so that a batch of small
+    arenas (a simulation's replicates) shares one compiled program and every loop trip.
+    For one large arena :func:`sample_arena` is the same sampler. The arenas run in calls of
+    :data:`ARENAS_PER_CALL`, the last padded.
+
+    Args:
+        keys: ``(B,)`` one key per arena; arena b's draws depend on ``keys[b]`` and its
+            data alone.
+        data: :class:`ArenaData` with leading ``(B,)`` in one layout
+            (:func:`kernels.arena.simulate.cell_data`).
+        shape: the arenas' :class:`ArenaShape` (strengths, not ``pairs``).
+        settings: NUTS settings.
+    """
+    if shape.pairs:
+        raise ValueError("sample_arenas: the strengths model only (shape.pairs is True)")
+    jax.config.update("jax_enable_x64", True)
+    run = _batch_program(shape, settings)
     b = keys.shape[0]
     parts = []
     for start in range(0, b, ARENAS_PER_CALL):
