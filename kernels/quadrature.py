@@ -295,7 +295,7 @@ def _probed_panels(
     edges = jnp.stack([a, *[jnp.clip(x, a, b) for x in splits], b])
     if len(splits) > 1:
         # a ≤ centre ≤ b already; XLA's sort of a few elements per lane is slow
-        # (12 % of the nested rule's time when the s rule sorted its three).
+        # (docs/performance.md), so a single split is left unsorted.
         edges = jnp.sort(edges)
     return gauss_panels(edges[:-1], edges[1:], n, logit)
 

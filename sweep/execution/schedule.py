@@ -252,8 +252,8 @@ def nuts_call(schedule: Schedule, settings: NUTSSettings, group: int) -> NUTSCal
     Queue calls (CPU) have one size however few fits the group has (the
     padding is never run) and at least fill their slots; a group that would
     make fewer calls than there are workers is split into one call per
-    worker, as long as each still fills its slots (100 fits made a call of 30
-    and one of 70, and one core sat idle for 4 of the 5 s). Group calls (an
+    worker, as long as each still fills its slots (otherwise a worker whose
+    call is small sits idle while the other runs; docs/performance.md). Group calls (an
     accelerator) hold the group's own power of two of fits, within the memory
     budget and :data:`NUTS_MAX_CALL_FITS`.
     """
