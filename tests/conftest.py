@@ -57,6 +57,15 @@ def pytest_xdist_make_scheduler(config, log):
             module = nodeid.split("::", 1)[0]
             return "ray" if pathlib.PurePath(module).stem in _RAY_MODULES else module
 
+        def remove_node(self, node):
+            # xdist 3.8 puts a crashed worker's finished modules back in the queue too; a
+            # replacement worker is then sent an empty one it never completes, and the run
+            # waits forever (pytest-dev/pytest-xdist#1313). Only unfinished modules go back.
+            workload = self.assigned_work.get(node, {})
+            for scope in [scope for scope, unit in workload.items() if all(unit.values())]:
+                del workload[scope]
+            return super().remove_node(node)
+
     return ModuleScheduling(config, log)
 
 
