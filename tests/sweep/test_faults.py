@@ -89,6 +89,31 @@ KILL_AT_WRITE = textwrap.dedent(
 )
 
 
+# A driver that stops after its first whole shard (fits then surface: two Parquet
+# writes), says so in argv[3], and waits for argv[4] to exist before it goes on.
+HOLD_AFTER_SHARD = textwrap.dedent(
+    """
+    import os, sys, time
+    from binmetric_sweep import sweep
+    from binmetric_sweep.sweep.storage import store
+    held, release, count, write_table = sys.argv[3], sys.argv[4], [0], store.pq.write_table
+
+    def write_then_wait(table, where, **kwargs):
+        written = write_table(table, where, **kwargs)
+        count[0] += 1
+        if count[0] == 2:
+            open(held, "w").close()
+            deadline = time.monotonic() + 300
+            while not os.path.exists(release) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return written
+
+    store.pq.write_table = write_then_wait
+    sweep.run(sys.argv[1], sys.argv[2])
+    """
+)
+
+
 # The CLI with no file allowed to grow beyond 12 kB (shard files are larger): RLIMIT_FSIZE.
 LIMITED = textwrap.dedent(
     """
@@ -187,31 +212,24 @@ def test_file_size_limit_stops_cleanly_and_resumes(tmp_path, sweep_file, referen
 def test_second_writer_is_refused_while_the_first_runs(tmp_path, reference):
     slow = tmp_path / "slow.yaml"
     slow.write_text(yaml.safe_dump({**SPEC, "shard_size": 1}))
-    out = tmp_path / "out"
+    out, held, release = tmp_path / "out", tmp_path / "held", tmp_path / "release"
     first = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "binmetric_sweep.sweep",
-            "run",
-            str(slow),
-            "--out",
-            str(out),
-            "--no-progress",
-        ],
+        [sys.executable, "-c", HOLD_AFTER_SHARD, str(slow), str(out), str(held), str(release)],
         env=ENV,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if out.exists() and list((out / "surface").glob("shard-*.parquet")):
-            break
-        time.sleep(0.05)
-    second = run_cli(slow, out)
-    first.communicate(timeout=300)
-    assert first.returncode == 0
+    try:
+        deadline = time.monotonic() + 120
+        while not held.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert held.exists(), "the first writer never finished a shard"
+        second = run_cli(slow, out)
+    finally:
+        release.touch()
+        _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
     assert second.returncode == 2 and "is being written by pid" in second.stderr
     assert sweep.status(out).done == 16
     check_against_reference(out, reference, "two runs on one directory")
