@@ -33,13 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from binmetric_sweep.kernels.arena.logdensity import arena_shape
-from binmetric_sweep.kernels.arena.posterior import (
-    SamplerSettings,
-    rank_draws,
-    rank_intervals,
-    sample_arenas,
-    simultaneous_rank_sets,
-)
+from binmetric_sweep.kernels.arena.posterior import SamplerSettings, sample_arenas
+from binmetric_sweep.kernels.arena.scores import score_rankings
 from binmetric_sweep.kernels.arena.simulate import ArenaDesign, cell_data, draw_arena_counts
 from binmetric_sweep.sweep.storage.records import provenance, write_record
 
@@ -63,32 +58,17 @@ def designs(rng, replicates: int, systems: int, battles: int, share: float, spre
         )
 
 
-def true_ranks(strengths: np.ndarray) -> np.ndarray:
-    return rank_draws(strengths[None])[0]
-
-
 def scores(strengths: np.ndarray, truth: np.ndarray, level: float) -> dict:
-    """``strengths`` ``(B, chains, samples, S)``, ``truth`` ``(B, S)``."""
-    held, all_held, width, leader_first, p_leader = [], [], [], [], []
-    for draws, s in zip(strengths, truth, strict=True):
-        flat = draws.reshape(-1, draws.shape[-1])
-        ranks, rank = rank_draws(flat), true_ranks(s)
-        low, high = rank_intervals(ranks, level)
-        set_low, set_high = simultaneous_rank_sets(ranks, level)
-        held.append(np.mean((low <= rank) & (rank <= high)))
-        all_held.append(np.all((set_low <= rank) & (rank <= set_high)))
-        width.append(np.mean(high - low + 1))
-        leader = int(np.argmax(s))
-        leader_first.append(int(np.argmax(flat.mean(axis=0))) == leader)
-        p_leader.append(np.mean(ranks[:, leader] == 1))
-    k = len(held)
+    """``strengths`` ``(B, chains, samples, S)``, ``truth`` ``(B, S)``: the means over the B
+    replicates of :func:`kernels.arena.scores.score_rankings`."""
+    got = score_rankings(strengths, truth, level)
     return {
-        "held": float(np.mean(held)),
-        "held_se": float(np.std(held, ddof=1) / np.sqrt(k)),
-        "all_held_sets": float(np.mean(all_held)),
-        "width": float(np.mean(width)),
-        "leader_first": float(np.mean(leader_first)),
-        "p_leader": float(np.mean(p_leader)),
+        "held": float(np.mean(got.held)),
+        "held_se": float(np.std(got.held, ddof=1) / np.sqrt(len(got.held))),
+        "all_held_sets": float(np.mean(got.all_held)),
+        "width": float(np.mean(got.width)),
+        "leader_first": float(np.mean(got.leader_first)),
+        "p_leader": float(np.mean(got.p_leader)),
     }
 
 
