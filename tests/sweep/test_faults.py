@@ -89,8 +89,8 @@ KILL_AT_WRITE = textwrap.dedent(
 )
 
 
-# A driver that stops after its first whole shard (fits then surface: two Parquet
-# writes), says so in argv[3], and waits for argv[4] to exist before it goes on.
+# A driver that stops once it has written its first shard's two Parquet files (fits, then
+# surface; before their renames), says so in argv[3], and waits for argv[4] to go on.
 HOLD_AFTER_SHARD = textwrap.dedent(
     """
     import os, sys, time
@@ -224,7 +224,7 @@ def test_second_writer_is_refused_while_the_first_runs(tmp_path, reference):
         deadline = time.monotonic() + 120
         while not held.exists() and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert held.exists(), "the first writer never finished a shard"
+        assert held.exists(), "the first writer never wrote a shard"
         second = run_cli(slow, out)
     finally:
         release.touch()
