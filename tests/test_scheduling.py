@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from .examples import REPO
 
 MODULES = {
     "conftest.py": "from tests.conftest import pytest_xdist_make_scheduler  # noqa: F401\n",
@@ -26,7 +26,7 @@ def test_a_crashed_worker_does_not_stall_the_run(tmp_path):
     suite.mkdir()
     for name, text in MODULES.items():
         (suite / name).write_text(text)
-    env = {**os.environ, "PYTHONPATH": REPO}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run(
         [
             sys.executable,
