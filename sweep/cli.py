@@ -122,10 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("dir", metavar="DIR", help="a sweep's directory (sweep run --out)")
         sub.add_argument(
             "--value",
-            default="eps",
+            default=None,
             help="surface column to show (default eps, at the gamma and power of its rows: "
             "sweeps default to power 0.5, the published eps; coverage, bias_sd, se_ratio and "
-            "the like need counts: sampled)",
+            "the like need counts: sampled; an arena sweep's default is rank_coverage)",
         )
         sub.add_argument(
             "--where",
@@ -612,6 +612,7 @@ def _view_surface(directory: str, what: str):
 def _show(args) -> None:
     from binmetric_sweep.sweep.display.tables import (
         coverage_note,
+        default_value,
         format_table,
         mark_table,
         parse_where,
@@ -623,6 +624,7 @@ def _show(args) -> None:
 
     where = parse_where(args.where)
     surface = _view_surface(args.dir, "the table shows")
+    args.value = args.value or default_value(surface)
     frame = select_cells(surface, {"--rows": args.rows, "--cols": args.cols}, args.value, where)
     table = pivot_surface(frame, args.rows, args.cols, args.value)
     marks = mark_table(frame, args.rows, args.cols, args.value)
@@ -636,13 +638,14 @@ def _show(args) -> None:
 
 def _plot(args) -> None:
     from binmetric_sweep.sweep.display.plots import plot_surface
-    from binmetric_sweep.sweep.display.tables import parse_where
+    from binmetric_sweep.sweep.display.tables import default_value, parse_where
     from binmetric_sweep.sweep.paths import check_file_path
 
     check_file_path(args.output, "-o")  # before the surface is read
+    surface = _view_surface(args.dir, "the figure shows")
     path = plot_surface(
-        _view_surface(args.dir, "the figure shows"),
-        args.value,
+        surface,
+        args.value or default_value(surface),
         where=parse_where(args.where),
         out=args.output,
         rows=args.rows,

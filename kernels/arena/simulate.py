@@ -41,6 +41,8 @@ Array = jax.Array
 
 __all__ = [
     "ArenaDesign",
+    "ArenaSetting",
+    "draw_arena",
     "cell_data",
     "cells_of",
     "draw_arena_counts",
@@ -69,6 +71,44 @@ class ArenaDesign(NamedTuple):
     human_share: Array
     confusions: Array
     copy: Array
+
+
+class ArenaSetting(NamedTuple):
+    """An arena whose strengths are drawn too (a sweep's lane): :class:`ArenaDesign` with the
+    strengths' spread in place of the strengths.
+
+    Attributes:
+        spread: ``()`` the SD of the raw strengths z_i ~ N(0, spread²), centred to sum to zero.
+        log_nu, battles, human_share, confusions, copy: as :class:`ArenaDesign`'s.
+    """
+
+    spread: Array
+    log_nu: Array
+    battles: Array
+    human_share: Array
+    confusions: Array
+    copy: Array
+
+
+def draw_arena(key: Array, setting: ArenaSetting) -> tuple[Array, Array]:
+    """One simulated arena: strengths from ``fold_in(key, 3)``, then its battles by cell
+    (:func:`draw_arena_counts` with ``key``).
+
+    Returns:
+        ``(S,)`` the true strengths (summing to zero) and the
+        ``(S, S, 3, 2, 3^J)`` counts of :func:`draw_arena_counts`.
+    """
+    z = setting.spread * jax.random.normal(jax.random.fold_in(key, 3), setting.battles.shape[:1])
+    strengths = z - z.mean()
+    design = ArenaDesign(
+        strengths,
+        setting.log_nu,
+        setting.battles,
+        setting.human_share,
+        setting.confusions,
+        setting.copy,
+    )
+    return strengths, draw_arena_counts(key, design)
 
 
 def _pattern_digits(judges: int) -> np.ndarray:

@@ -54,6 +54,7 @@ __all__ = [
     "mark_table",
     "check_replicated",
     "coverage_note",
+    "default_value",
     "surface_interval",
     "MEANINGS",
     "INTERVAL_VALUES",
@@ -85,6 +86,16 @@ _NULL_WORDS = frozenset({"none", "null", "na", "nan", "<na>"})
 _TRUE_WORDS = frozenset({"true", "1", "yes", "y", "t"})
 _FALSE_WORDS = frozenset({"false", "0", "no", "n", "f"})
 _SHOWN_VALUES = 10
+
+
+#: The value shown where none is asked for: the first of these a surface has (an item
+#: model's ε; an arena's rank coverage).
+DEFAULT_VALUES = ("eps", "rank_coverage")
+
+
+def default_value(surface: pd.DataFrame) -> str:
+    """The column ``sweep show`` and ``sweep plot`` show without ``--value``."""
+    return next((v for v in DEFAULT_VALUES if v in surface.columns), DEFAULT_VALUES[0])
 
 
 def axis_columns(surface: pd.DataFrame) -> list[str]:

@@ -36,6 +36,7 @@ from binmetric_sweep.kernels.summaries import (
     sampler_health,
     summarize_estimates,
 )
+from binmetric_sweep.sweep.execution.arena_shards import run_arena_shard
 from binmetric_sweep.sweep.execution.categorical_fits import fit_categorical_lanes
 from binmetric_sweep.sweep.execution.estimates import estimate_lanes
 from binmetric_sweep.sweep.execution.fits import FitMemo, fit_lanes
@@ -43,6 +44,7 @@ from binmetric_sweep.sweep.execution.schedule import Schedule, bucket, schedule_
 from binmetric_sweep.sweep.spec.config import SweepSpec
 from binmetric_sweep.sweep.spec.grid import id_words
 from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys, require_float64
+from binmetric_sweep.sweep.spec.rating_model import ARENA
 from binmetric_sweep.sweep.storage.columns import (
     COUNT_COLUMNS,
     FIT_COLUMNS,
@@ -94,8 +96,9 @@ class ShardResult(NamedTuple):
             give different draws for the same seed.
         loop: the NUTS loop that ran its fits (``sampler.loop`` resolved for
             the device, :func:`kernels.nuts.resolve_loop`: never "auto"), ""
-            for quadrature. On a GPU the chain kernel and the leapfrog loop
-            give different draws for the same seed.
+            for quadrature, "numpyro" for an arena's (NumPyro's NUTS kernel). On a
+            GPU the chain kernel and the leapfrog loop give different draws for the
+            same seed.
         stages: wall seconds of each step: "counts" (keys and counts), "fits"
             (the posterior's; programs traced, loaded or compiled included),
             "estimators" (the classical ones), "summaries" (per configuration),
@@ -192,9 +195,24 @@ def run_shard(
     Returns:
         The shard's fits and surface tables. Depends only on the sweep and the
         shard's configurations, never on other shards, the schedule's workers
-        or where it runs.
+        or where it runs. An arena sweep's are leaderboards scored against their truth
+        (:func:`sweep.execution.arena_shards.run_arena_shard`; ``schedule``, ``memo`` and
+        ``fault`` are for the fits of one estimand and not read there).
     """
     require_float64()
+    if spec.rating_model is ARENA:
+        start = time.perf_counter()
+        fits_table, surface, stages = run_arena_shard(spec, shard, on_fits=on_fits, stop=stop)
+        return ShardResult(
+            shard.index,
+            fits_table,
+            surface,
+            _node_name(),
+            time.perf_counter() - start,
+            device_name(),
+            "numpyro",
+            stages,
+        )
     start = last = time.perf_counter()
     stages: dict[str, float] = {}
 

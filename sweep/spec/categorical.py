@@ -45,6 +45,7 @@ __all__ = [
     "independent_judges",
     "preference_lane_designs",
     "preference_id_text",
+    "with_config_ids",
 ]
 
 #: The rates that set a preference configuration (the judges' number too).
@@ -183,15 +184,21 @@ def configurations(table: pd.DataFrame, id_text, columns: tuple[str, ...]) -> pd
     block order): each row's ``config_id`` hashed from ``id_text(row)``, duplicates removed,
     sizes and ``judges`` int64, ``n_rho_eta`` a nullable Int64 (null where the confusion
     is known), the ``columns`` in order."""
-    table["config_id"] = np.fromiter(
-        (_id(id_text(row)) for row in table.to_dict("records")), np.int64, len(table)
-    )
-    table = table.drop_duplicates("config_id", ignore_index=True)
+    table = with_config_ids(table, id_text)
     for name in ("n_phi", "n_m", "judges"):
         table[name] = table[name].astype(np.int64)
     n_rho_eta = table["n_rho_eta"].astype(np.int64).astype("Int64")
     table["n_rho_eta"] = n_rho_eta.mask(table["confusion_known"])
     return table[list(columns)]
+
+
+def with_config_ids(table: pd.DataFrame, id_text) -> pd.DataFrame:
+    """``table`` with each row's ``config_id`` hashed from ``id_text(row)`` (63 bits), rows
+    whose id an earlier row has removed."""
+    table["config_id"] = np.fromiter(
+        (_id(id_text(row)) for row in table.to_dict("records")), np.int64, len(table)
+    )
+    return table.drop_duplicates("config_id", ignore_index=True)
 
 
 def preference_layout(configurations: pd.DataFrame) -> Layout:

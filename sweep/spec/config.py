@@ -31,8 +31,15 @@ from binmetric_sweep.kernels.estimators import (
 )
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.errors import SweepError, shown
+from binmetric_sweep.sweep.spec.arena import ARENA_ESTIMATORS, ArenaEstimator
 from binmetric_sweep.sweep.spec.categorical import JOINT, JUDGE_MODELS, JudgeModel
-from binmetric_sweep.sweep.spec.rating_model import BINARY, PREFERENCE, RatingModel, scale_model
+from binmetric_sweep.sweep.spec.rating_model import (
+    ARENA,
+    BINARY,
+    PREFERENCE,
+    RatingModel,
+    scale_model,
+)
 from binmetric_sweep.sweep.spec.scale import ScaleSettings
 from binmetric_sweep.sweep.spec.values import canonical_number
 from binmetric_sweep.sweep.storage.columns import (
@@ -60,6 +67,8 @@ __all__ = [
 #: Grid axes in the order their Cartesian product varies (the last fastest), its
 #: probabilities and its sample sizes: the column registry's (:mod:`sweep.storage.columns`).
 AXES = GRID_AXES
+#: The binary grid's sizes, the axes a binary size may be tied to.
+_BINARY_SIZES = tuple(a for a in SIZE_AXES if a in GRID_AXES)
 #: Largest sample size accepted (counts stay exact integers in float64 far beyond it).
 MAX_SIZE = 10**9
 
@@ -331,7 +340,7 @@ class GridBlock(_Block):
                         "the name of another axis"
                     )
                 continue
-            family = PROBABILITY_AXES if field in PROBABILITY_AXES else SIZE_AXES
+            family = PROBABILITY_AXES if field in PROBABILITY_AXES else _BINARY_SIZES
             if value not in family:
                 allowed = ", ".join(a for a in family if a != field)
                 extra = " or 'known'" if field == "n_rho_eta" else ""
@@ -556,7 +565,7 @@ class SweepSpec(_Strict):
     """A validated sweep file."""
 
     name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
-    ratings: Literal["binary", "preference", "scale", "classes"] = "binary"
+    ratings: Literal["binary", "preference", "scale", "classes", "arena"] = "binary"
     counts: Literal["expected", "sampled"] = "expected"
     replicates: int = Field(1, ge=1, le=1_000_000)
     seed: int = Field(0, ge=0, lt=2**63)
@@ -909,12 +918,194 @@ class ScaleSweepSpec(_CategoricalSweepSpec):
         return data
 
 
+#: The axes of an arena block (``ratings: arena``), in the order their Cartesian product
+#: varies: the column registry's arena grid axes, those that set a fit's shape (systems,
+#: judges, their model) first, so that a shard, which never spans a change of them,
+#: holds many configurations.
+ARENA_AXES = tuple(
+    sorted(
+        (c.name for c in columns_of(SURFACE, "arena") if c.grid),
+        key=lambda name: name not in ARENA.layout_columns,
+    )
+)
+#: Most systems of a simulated arena (a sweep fits many small arenas; ``sweep compare``
+#: takes larger ones).
+MAX_ARENA_SYSTEMS = 30
+#: Most battles of one ordered pair in a simulated arena.
+MAX_ARENA_BATTLES = 100_000
+#: Largest spread of strengths and largest ν of a simulated arena.
+MAX_SPREAD, MAX_NU = 5.0, 10.0
+
+
+def _arena_axis(field: str, raw: Any) -> AxisSpec:
+    """Normalise one axis of an arena block (the judges' as :func:`_categorical_axis`)."""
+    if field not in ("systems", "spread", "nu", "battles", "human_share"):
+        return _categorical_axis(field, raw)
+    if isinstance(raw, str):
+        raise SweepError(f"grid.{field}: {shown(raw)} is not an axis; give a list of values")
+    if field == "systems":
+        values = axis_values(field, raw, low=2.0, high=MAX_ARENA_SYSTEMS)
+        bad = [v for v in values if v != int(v)]
+        if bad:
+            raise SweepError(
+                f"grid.systems: value {shown(bad[0])} is not a whole number; allowed: "
+                f"2 to {MAX_ARENA_SYSTEMS}"
+            )
+        return values
+    if field == "battles":
+        values = axis_values(field, raw)
+        bad = [v for v in values if not 1 <= v <= MAX_ARENA_BATTLES]
+        if bad:
+            raise SweepError(
+                f"grid.battles: value {shown(int(bad[0]))} is out of range; allowed: whole numbers "
+                f"from 1 to {MAX_ARENA_BATTLES:,} (battles of each ordered pair)"
+            )
+        return values
+    high = {"spread": MAX_SPREAD, "nu": MAX_NU, "human_share": 1.0}[field]
+    values = axis_values(field, raw, high=high)
+    if 0.0 in values:
+        why = {
+            "spread": "equal strengths have no true ranks",
+            "nu": "ν = 0 allows no ties, and log ν is the model's coordinate",
+            "human_share": "the posterior needs human verdicts to learn the judges' confusion",
+        }[field]
+        raise SweepError(f"grid.{field}: value 0 is not allowed ({why}); allowed: (0, {high:g}]")
+    return values
+
+
+class ArenaBlock(_Block):
+    """One block of an arena grid: the Cartesian product of its axes.
+
+    ``nu`` defaults to ½ (two equal systems tie a fifth of the time), the judges' family
+    and number as :class:`PreferenceBlock`'s and :class:`_JudgesBlock`'s: ``tie_rate`` ⅓,
+    ``position_bias`` 0, ``judges`` 1, ``copy_rate`` 0, ``judge_model`` joint.
+    """
+
+    axes: ClassVar[tuple[str, ...]] = ARENA_AXES
+    systems: AxisSpec
+    spread: AxisSpec
+    nu: AxisSpec = (0.5,)
+    battles: AxisSpec
+    human_share: AxisSpec
+    accuracy: AxisSpec
+    tie_rate: AxisSpec = _DEFAULTS["tie_rate"]
+    position_bias: AxisSpec = _DEFAULTS["position_bias"]
+    judges: AxisSpec = _DEFAULTS["judges"]
+    copy_rate: AxisSpec = _DEFAULTS["copy_rate"]
+    judge_model: tuple[str, ...] = (JOINT.name,)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _normalise(cls, raw: Any, info) -> AxisSpec:
+        return _arena_axis(info.field_name, raw)
+
+
+#: The sampler settings that NumPyro's NUTS of an arena (:func:`kernels.arena.posterior.
+#: sample_arenas`) does not take, each with why.
+_ARENA_SAMPLER_REFUSED = {
+    "max_tree_depth": "an arena's NUTS is NumPyro's, whose tree depth is its own (10)",
+    "warmup_max_tree_depth": "an arena's NUTS is NumPyro's, whose tree depth is its own (10)",
+    "loop": "an arena's NUTS is NumPyro's kernel, vmapped over arenas and chains",
+}
+#: The keys of a sweep file that an arena sweep refuses, each with why.
+_ARENA_REFUSED = {
+    "gamma": "the level of ε, which an arena sweep does not report (it scores rank intervals "
+    "at the interval level)",
+    "power": "the power of ε, which an arena sweep does not report (it scores rank intervals "
+    "at the interval level)",
+}
+
+
+class ArenaSweepSpec(SweepSpec):
+    """A validated sweep file with ``ratings: arena`` (:class:`ArenaBlock` grids).
+
+    Counts are sampled (each replicate an arena drawn from the model, its strengths
+    too), the posterior is NUTS, ``interval`` is the rank intervals' and sets' level and
+    ``estimators`` names :data:`sweep.spec.arena.ARENA_ESTIMATORS`.
+    """
+
+    ratings: Literal["arena"]
+    counts: Literal["sampled"] = "sampled"
+    grid: tuple[ArenaBlock, ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _arena_keys(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return raw
+        for key, why in _ARENA_REFUSED.items():
+            if key in raw:
+                raise SweepError(f"{key}: not allowed with ratings arena: {why}")
+        if raw.get("counts", "sampled") != "sampled":
+            raise SweepError(
+                f"counts: {shown(raw['counts'])} is not allowed with ratings arena; allowed: "
+                "sampled (each replicate an arena drawn from the model, its strengths too)"
+            )
+        if raw.get("method", "nuts") != "nuts":
+            raise SweepError(
+                f"method: {shown(raw['method'])} is not allowed with ratings arena; allowed: "
+                "nuts (the strengths' posterior has no quadrature)"
+            )
+        sampler = raw.get("sampler")
+        for key, why in _ARENA_SAMPLER_REFUSED.items():
+            if isinstance(sampler, dict) and key in sampler:
+                raise SweepError(f"sampler.{key}: not allowed with ratings arena: {why}")
+        return raw
+
+    @field_validator("estimators", mode="before")
+    @classmethod
+    def _estimator_names(cls, raw: Any) -> Any:
+        """A name, a list of names or ``all`` → :data:`ARENA_ESTIMATORS`' names, in its order."""
+        allowed = f"allowed with ratings arena: {', '.join(ARENA_ESTIMATORS)}, or all"
+        names = [raw] if isinstance(raw, str) else raw
+        if not isinstance(names, list | tuple) or not names:
+            raise SweepError(f"estimators: {shown(raw)} is not a list of estimators; {allowed}")
+        for name in names:
+            if name != "all" and name not in ARENA_ESTIMATORS:
+                raise SweepError(f"estimators: {shown(name)} is not an arena estimator; {allowed}")
+        if "all" in names:
+            return tuple(ARENA_ESTIMATORS)
+        if len(set(names)) != len(names):
+            raise SweepError(f"estimators: {shown(list(names))} names an estimator twice")
+        return tuple(name for name in ARENA_ESTIMATORS if name in names)
+
+    @property
+    def rating_model(self) -> RatingModel:
+        """:data:`sweep.spec.rating_model.ARENA`."""
+        return ARENA
+
+    def canonical(self) -> dict:
+        """As :meth:`SweepSpec.canonical`, without what an arena sweep does not read
+        (``gamma``, ``power``, the refused sampler settings)."""
+        data = super().canonical()
+        del data["gamma"], data["power"]
+        data["sampler"] = {
+            key: value
+            for key, value in data["sampler"].items()
+            if key in SamplerSettings.model_fields and key not in _ARENA_SAMPLER_REFUSED
+        }
+        return data
+
+    def surface_settings(self) -> dict[str, str]:
+        return {"ratings": self.ratings}
+
+    def estimator_values(self) -> tuple[ArenaEstimator, ...]:
+        """The sweep's estimators as :class:`sweep.spec.arena.ArenaEstimator` values, in order."""
+        return tuple(ARENA_ESTIMATORS[name] for name in self.estimators)
+
+    @property
+    def has_posterior(self) -> bool:
+        """True: every arena estimator is a posterior."""
+        return True
+
+
 #: The sweep file's classes by their ``ratings`` value.
 SPECS: dict[str, type[SweepSpec]] = {
     "binary": SweepSpec,
     "preference": PreferenceSweepSpec,
     "scale": ScaleSweepSpec,
     "classes": ScaleSweepSpec,
+    "arena": ArenaSweepSpec,
 }
 
 

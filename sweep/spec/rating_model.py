@@ -28,14 +28,16 @@ import numpy as np
 import pandas as pd
 
 from binmetric_sweep.kernels import counts as binary_counts
+from binmetric_sweep.kernels.arena.simulate import draw_arena
 from binmetric_sweep.kernels.categorical import counts as categorical_counts
 from binmetric_sweep.kernels.categorical.counts import Layout
 from binmetric_sweep.kernels.counts import Counts, Design
 from binmetric_sweep.kernels.paired import PairedKind, kinds_of_flags, separate
-from binmetric_sweep.sweep.spec import categorical, scale
+from binmetric_sweep.sweep.spec import arena, categorical, scale
 from binmetric_sweep.sweep.spec.lanes import lane_designs
 
 __all__ = [
+    "ARENA",
     "BINARY",
     "PREFERENCE",
     "RatingModel",
@@ -52,12 +54,14 @@ class RatingModel(NamedTuple):
         name: the model's name.
         parameters: the configuration columns that are its rates (binary: alpha,
             rho, eta).
-        truth: the configuration column its estimators estimate (binary: alpha).
+        truth: the configuration column its estimators estimate (binary: alpha); ``""``
+            where each replicate draws its own truth (an arena's strengths).
         count_fields: the fields of its counts a fits row stores, in order.
         lane_designs: ``(configurations, replicates) -> design``: the ``(C·R,)`` lane
             designs of a configurations table, each row repeated for its R replicates.
         expected_counts: ``design -> counts`` of one lane (scalars): each count at its
-            rounded expected value (``counts: expected``).
+            rounded expected value (``counts: expected``); None for a model whose sweeps
+            sample every replicate (an arena).
         draw_counts: ``(key, design) -> counts`` of one lane: one replicate's draw
             (``counts: sampled``).
         id_text: the text of one configuration hashed into its ``config_id``: binary
@@ -84,7 +88,7 @@ class RatingModel(NamedTuple):
     truth: str
     count_fields: tuple[str, ...]
     lane_designs: Callable[[pd.DataFrame, int], Design]
-    expected_counts: Callable[[Design], Counts]
+    expected_counts: Callable[[Design], Counts] | None
     draw_counts: Callable[..., Counts]
     id_text: Callable[..., str]
     columns: str = "binary"
@@ -168,3 +172,22 @@ def scale_model(settings: scale.ScaleSettings) -> RatingModel:
         layout_columns=PREFERENCE.layout_columns,
         independent_judges=categorical.independent_judges,
     )
+
+
+#: Leaderboards of many systems from battles with ties, a human verdict on some and J
+#: judges' on all (MODEL.md, "Battles"; :mod:`sweep.spec.arena`). A lane's "design" is its
+#: :class:`kernels.arena.simulate.ArenaSetting` and its counts are its true strengths and
+#: battles by cell (:func:`kernels.arena.simulate.draw_arena`).
+ARENA = RatingModel(
+    name="arena",
+    parameters=arena.ARENA_PARAMETERS,
+    truth="",
+    count_fields=("human_verdicts",),
+    lane_designs=arena.arena_lane_settings,
+    expected_counts=None,
+    draw_counts=draw_arena,
+    id_text=arena.arena_id_text,
+    columns="arena",
+    expand=arena.expand_arena_grid,
+    layout_columns=("systems", "judges", "judge_model"),
+)

@@ -90,10 +90,19 @@ DTYPES: dict[str, str] = {
 #: The rating models whose tables a column is in: ``""`` every one, else one of these
 #: (:attr:`sweep.spec.rating_model.RatingModel.columns`) or a group of them
 #: (:data:`MODEL_GROUPS`). Binary is MODEL.md's model; preference and scale its K-class,
-#: J-judge generalisation (a scale also stands for explicit ``classes``).
-MODELS = ("binary", "preference", "scale")
-#: Names for several models' columns: categorical, every K-class model's.
-MODEL_GROUPS: dict[str, tuple[str, ...]] = {"categorical": ("preference", "scale")}
+#: J-judge generalisation (a scale also stands for explicit ``classes``); arena its
+#: leaderboards of many systems from battles (MODEL.md, "Battles").
+MODELS = ("binary", "preference", "scale", "arena")
+#: Names for several models' columns: ``items``, every model that rates items for one
+#: estimand (α or θ: its sizes, estimates and their summaries); ``categorical``, every
+#: K-class model's; ``judged``, every model with J judges; ``positional``, every model whose
+#: judges say A, tie or B with a family of positional confusions.
+MODEL_GROUPS: dict[str, tuple[str, ...]] = {
+    "items": ("binary", "preference", "scale"),
+    "categorical": ("preference", "scale"),
+    "judged": ("preference", "scale", "arena"),
+    "positional": ("preference", "arena"),
+}
 ANY_MODEL = "any"
 
 #: What a column is.
@@ -115,6 +124,9 @@ SOURCES: dict[str, str] = {
     "sampler": "the posterior's sampler (kernels.summaries.FitResults, SamplerHealth)",
     "level": "the test level γ and power of the row (the sweep file's gamma, power)",
     "summary": "the estimator's summary over the replicates (kernels.summaries.EstimateSummary)",
+    "ranking": "the posterior's ranks scored against the arena's true strengths "
+    "(kernels.arena.scores.RankScores)",
+    "rankings": "the rank scores' means over the configuration's replicates",
     "shard": "the shard's number",
 }
 
@@ -188,18 +200,24 @@ _NAN = math.nan
 
 
 def _summary(name: str, meaning: str, label: str | None = None, **flags) -> Column:
-    """A surface value of :class:`kernels.summaries.EstimateSummary`."""
-    return Column(name, "float64", _SURFACE, "value", "summary", meaning, label, **flags)
+    """A surface value of :class:`kernels.summaries.EstimateSummary` (an item model's)."""
+    return Column(
+        name, "float64", _SURFACE, "value", "summary", meaning, label, model="items", **flags
+    )
 
 
-def _sampled(name: str, dtype: str, tables, meaning: str, unsampled, label=None) -> Column:
+def _sampled(
+    name: str, dtype: str, tables, meaning: str, unsampled, label=None, model: str = ""
+) -> Column:
     """A value of the posterior's sampler, ``unsampled`` on every other estimator."""
-    return Column(name, dtype, tables, "value", "sampler", meaning, label, unsampled=unsampled)
+    return Column(
+        name, dtype, tables, "value", "sampler", meaning, label, unsampled=unsampled, model=model
+    )
 
 
 def _estimate(name: str, dtype: str, meaning: str) -> Column:
-    """A fits value of the estimator's :class:`kernels.estimators.Estimate`."""
-    return Column(name, dtype, _FITS, "value", "estimate", meaning)
+    """A fits value of the estimator's :class:`kernels.estimators.Estimate` (an item model's)."""
+    return Column(name, dtype, _FITS, "value", "estimate", meaning, model="items")
 
 
 def _count(name: str, meaning: str) -> Column:
@@ -215,6 +233,13 @@ def _class_counts(name: str, meaning: str) -> Column:
 def _axis(name: str, dtype: str, source: str, meaning: str, label: str, **flags) -> Column:
     """A surface axis."""
     return Column(name, dtype, _SURFACE, "axis", source, meaning, label, **flags)
+
+
+def _ranking(name: str, dtype: str, tables, meaning: str, label: str | None = None) -> Column:
+    """An arena's rank score (fits, :class:`kernels.arena.scores.RankScores`) or its mean
+    over replicates (surface)."""
+    source = "ranking" if tables == _FITS else "rankings"
+    return Column(name, dtype, tables, "value", source, meaning, label, model="arena")
 
 
 _REGISTRY: tuple[Column, ...] = (
@@ -290,6 +315,59 @@ _REGISTRY: tuple[Column, ...] = (
         grid=True,
         model="preference",
     ),
+    # The surface: an arena's values (leaderboards from battles: sweep.spec.arena).
+    _axis(
+        "systems",
+        "int64",
+        "configuration",
+        "S, the systems of the arena, every ordered pair of them in battle",
+        "systems",
+        symbol="S",
+        grid=True,
+        model="arena",
+    ),
+    _axis(
+        "spread",
+        "float64",
+        "configuration",
+        "SD of the true strengths (log-λ units), each replicate's drawn from N(0, spread²) "
+        "and centred",
+        "spread of strengths",
+        symbol="spread",
+        grid=True,
+        model="arena",
+    ),
+    _axis(
+        "nu",
+        "float64",
+        "configuration",
+        "ν, Davidson's tie parameter: two equal systems tie with probability ν/(2 + ν)",
+        r"$\nu$ (ties)",
+        symbol=r"$\nu$",
+        grid=True,
+        model="arena",
+    ),
+    _axis(
+        "battles",
+        "int64",
+        "configuration",
+        "battles of each ordered pair (system i shown first against j)",
+        "battles per ordered pair",
+        symbol="battles",
+        grid=True,
+        size=True,
+        model="arena",
+    ),
+    _axis(
+        "human_share",
+        "float64",
+        "configuration",
+        "the chance that a battle carries a human verdict (the judges give one on every battle)",
+        "share with a human verdict",
+        symbol="human share",
+        grid=True,
+        model="arena",
+    ),
     _axis(
         "accuracy",
         "float64",
@@ -298,7 +376,7 @@ _REGISTRY: tuple[Column, ...] = (
         "judge accuracy",
         symbol="accuracy",
         grid=True,
-        model="preference",
+        model="positional",
     ),
     _axis(
         "tie_rate",
@@ -308,7 +386,7 @@ _REGISTRY: tuple[Column, ...] = (
         "judge's tie rate when guessing",
         symbol="tie rate",
         grid=True,
-        model="preference",
+        model="positional",
     ),
     _axis(
         "position_bias",
@@ -318,7 +396,7 @@ _REGISTRY: tuple[Column, ...] = (
         "judge's position bias",
         symbol="position bias",
         grid=True,
-        model="preference",
+        model="positional",
     ),
     _axis(
         "shares",
@@ -366,11 +444,11 @@ _REGISTRY: tuple[Column, ...] = (
         "judges",
         "int64",
         "configuration",
-        "J, judges rating every paired and judge-only item",
+        "J, judges giving a verdict on every paired and judge-only item (an arena: every battle)",
         "judges",
         symbol="J",
         grid=True,
-        model="categorical",
+        model="judged",
     ),
     _axis(
         "copy_rate",
@@ -381,7 +459,7 @@ _REGISTRY: tuple[Column, ...] = (
         "judges' copy rate",
         symbol="copy_rate",
         grid=True,
-        model="categorical",
+        model="judged",
     ),
     _axis(
         "judge_model",
@@ -392,7 +470,7 @@ _REGISTRY: tuple[Column, ...] = (
         "judge model",
         symbol="judge model",
         grid=True,
-        model="categorical",
+        model="judged",
     ),
     _axis(
         "n_phi",
@@ -403,6 +481,7 @@ _REGISTRY: tuple[Column, ...] = (
         symbol=r"$N_\Phi$",
         grid=True,
         size=True,
+        model="items",
     ),
     _axis(
         "n_rho_eta",
@@ -414,6 +493,7 @@ _REGISTRY: tuple[Column, ...] = (
         symbol=r"$N_{\rho\eta}$",
         grid=True,
         size=True,
+        model="items",
     ),
     _axis(
         "rho_eta_known",
@@ -440,6 +520,7 @@ _REGISTRY: tuple[Column, ...] = (
         "whether the paired items are the human-rated outputs (N_ρη = N_Φ)",
         "shared paired set",
         symbol="shared paired set",
+        model="items",
     ),
     _axis(
         "psi",
@@ -460,6 +541,7 @@ _REGISTRY: tuple[Column, ...] = (
         symbol=r"$N_M$",
         grid=True,
         size=True,
+        model="items",
     ),
     # The surface: the sweep's settings.
     _axis(
@@ -476,9 +558,9 @@ _REGISTRY: tuple[Column, ...] = (
         "ratings",
         "string",
         "sweep",
-        "what is rated, as in the sweep file (preference, scale or classes)",
+        "what is rated, as in the sweep file (preference, scale, classes or arena)",
         "ratings",
-        model="categorical",
+        model="judged",
     ),
     Column(
         "replicates",
@@ -505,6 +587,15 @@ _REGISTRY: tuple[Column, ...] = (
     _class_counts("human", "h: human-rated items per class, of N_Φ"),
     _class_counts("paired", "T: paired items by (human class, judges' joint verdict), row-major"),
     _class_counts("judged", "m: judge-only items per joint verdict, of N_M"),
+    Column(
+        "human_verdicts",
+        "int64",
+        _FITS,
+        "count",
+        "counts",
+        "battles with a human verdict, of battles × S(S − 1)",
+        model="arena",
+    ),
     # The fits: the estimate (null where the estimator does not apply).
     _estimate("estimate", "float64", "the estimate of α (bayes: the posterior mean)"),
     _estimate("se", "float64", "its standard error (bayes: the posterior SD)"),
@@ -515,7 +606,7 @@ _REGISTRY: tuple[Column, ...] = (
     # The fits: the posterior's sampler diagnostics.
     _sampled("rhat", "float64", _FITS, "split R-hat (NaN if exact)", _NAN),
     _sampled("ess", "float64", _FITS, "bulk ESS (NaN if exact)", _NAN),
-    _sampled("sd_mcse", "float64", _FITS, "Monte Carlo SE of se (0 if exact)", 0.0),
+    _sampled("sd_mcse", "float64", _FITS, "Monte Carlo SE of se (0 if exact)", 0.0, model="items"),
     # The surface: the row's test level and power.
     _axis(
         "gamma",
@@ -524,8 +615,11 @@ _REGISTRY: tuple[Column, ...] = (
         "γ, the level of the two-sided test ε is for",
         r"$\gamma$",
         symbol=r"$\gamma$",
+        model="items",
     ),
-    _axis("power", "float64", "level", "the power ε is for", "power", symbol="power"),
+    _axis(
+        "power", "float64", "level", "the power ε is for", "power", symbol="power", model="items"
+    ),
     # The surface: the estimator's summaries of the configuration's replicates.
     _summary(
         "eps",
@@ -614,14 +708,24 @@ _REGISTRY: tuple[Column, ...] = (
         "divergent transitions",
     ),
     # The fits: more of the sampler's diagnostics, and whether the row is counted.
-    _sampled("tree_depth", "float64", _FITS, "mean NUTS tree depth (NaN if exact)", _NAN),
-    _sampled("steps", "int64", _FITS, "leapfrog steps after warm-up, all chains (0 if exact)", 0),
+    _sampled(
+        "tree_depth", "float64", _FITS, "mean NUTS tree depth (NaN if exact)", _NAN, model="items"
+    ),
+    _sampled(
+        "steps",
+        "int64",
+        _FITS,
+        "leapfrog steps after warm-up, all chains (0 if exact)",
+        0,
+        model="items",
+    ),
     _sampled(
         "exact",
         "bool",
         _FITS,
         "not sampled: quadrature, the Beta posterior where N_M = 0, or a closed form",
         True,
+        model="items",
     ),
     _estimate(
         "finite",
@@ -638,6 +742,7 @@ _REGISTRY: tuple[Column, ...] = (
         "summary",
         "replicates whose numbers are not finite",
         "non-finite fits",
+        model="items",
     ),
     Column(
         "not_applicable",
@@ -647,6 +752,75 @@ _REGISTRY: tuple[Column, ...] = (
         "summary",
         "replicates where the estimator does not apply",
         "replicates not applicable",
+        model="items",
+    ),
+    # The fits: an arena's ranks scored against its true strengths (kernels.arena.scores).
+    _ranking(
+        "rank_held",
+        "float64",
+        _FITS,
+        "share of the systems whose central rank interval at the sweep's interval level holds "
+        "the true rank",
+    ),
+    _ranking(
+        "all_ranks_held",
+        "bool",
+        _FITS,
+        "whether the simultaneous rank sets at the interval level hold every system's true rank",
+    ),
+    _ranking("rank_width", "float64", _FITS, "mean places in a central rank interval"),
+    _ranking(
+        "leader_first",
+        "bool",
+        _FITS,
+        "whether the system of highest posterior mean strength is the true leader",
+    ),
+    _ranking(
+        "p_leader", "float64", _FITS, "the posterior probability that the true leader ranks first"
+    ),
+    # The surface: those scores over an arena configuration's replicates.
+    _ranking(
+        "rank_coverage",
+        "float64",
+        _SURFACE,
+        "share of systems whose central rank interval holds the true rank, over replicates "
+        "(nominal: the interval level)",
+        "rank coverage",
+    ),
+    _ranking(
+        "rank_coverage_mcse",
+        "float64",
+        _SURFACE,
+        "Monte Carlo SE of rank_coverage (the SD of the replicates' shares over √R)",
+        "Monte Carlo s.e. of rank coverage",
+    ),
+    _ranking(
+        "set_coverage",
+        "float64",
+        _SURFACE,
+        "share of replicates whose simultaneous rank sets hold every system's true rank",
+        "simultaneous coverage",
+    ),
+    _ranking(
+        "rank_width_mean",
+        "float64",
+        _SURFACE,
+        "mean places in a central rank interval (1: every rank pinned)",
+        "mean rank-interval width",
+    ),
+    _ranking(
+        "leader_share",
+        "float64",
+        _SURFACE,
+        "share of replicates whose highest posterior mean strength is the true leader's",
+        "true leader ranked first",
+    ),
+    _ranking(
+        "p_leader_mean",
+        "float64",
+        _SURFACE,
+        "mean posterior probability that the true leader ranks first",
+        "P(true leader first)",
     ),
     Column("shard", "int32", _SURFACE, "identifier", "shard", "the shard's number"),
 )

@@ -16,8 +16,10 @@ from binmetric_sweep.kernels.arena.logdensity import (
 from binmetric_sweep.kernels.arena.posterior import SamplerSettings, sample_arenas
 from binmetric_sweep.kernels.arena.simulate import (
     ArenaDesign,
+    ArenaSetting,
     cell_data,
     cells_of,
+    draw_arena,
     draw_arena_counts,
     verdict_probabilities,
 )
@@ -55,6 +57,20 @@ def test_the_counts_keep_the_battles_and_their_mean_is_the_model_s():
     se = np.sqrt(expected * (1 - p) / 4000)
     z = np.where(se > 0, (counts.mean(axis=0) - expected) / np.where(se > 0, se, 1), 0)
     assert np.abs(z).max() < 5  # 486 cells
+
+
+def test_an_arena_setting_draws_centred_strengths_of_its_spread_and_then_their_battles():
+    d = design(systems=4, battles=6)
+    setting = ArenaSetting(0.7, d.log_nu, d.battles, d.human_share, d.confusions, d.copy)
+    keys = jax.random.split(jax.random.key(1), 2000)
+    strengths, counts = (np.asarray(x) for x in jax.vmap(lambda k: draw_arena(k, setting))(keys))
+    np.testing.assert_allclose(strengths.sum(axis=1), 0.0, atol=1e-12)
+    # Centred N(0, 0.7²) strengths: each has variance 0.7² (1 − 1/S), and the draws' SD is
+    # that within 5 % (2,000 draws: the SD's relative SE is about 1.6 %).
+    np.testing.assert_allclose(strengths.std(axis=0), 0.7 * np.sqrt(1 - 1 / 4), rtol=0.05)
+    # Given its strengths, an arena's battles are draw_arena_counts' with the same key.
+    first = ArenaDesign(jnp.asarray(strengths[0]), *d[1:])
+    np.testing.assert_array_equal(counts[0], draw_arena_counts(keys[0], first))
 
 
 def test_a_judge_that_always_copies_says_what_judge_0_says():

@@ -116,8 +116,10 @@ def test_the_registry_names_every_field_the_kernels_compute_and_no_other():
     diagnostics = set(FitResults._fields) - estimate
     assert {c.name for c in fits if c.source == "sampler"} == diagnostics
     assert set(columns.COUNT_COLUMNS) <= set(Counts._fields)
-    # Each size is a Counts field too: the lane's counts are out of them.
-    assert set(columns.SIZE_AXES) <= set(Counts._fields) | {"n_rho_eta"}
+    # Each item model's size is a Counts field too: the lane's counts are out of them (an
+    # arena's battles per pair are a design's, its counts by cell).
+    sizes = {a for a in columns.SIZE_AXES if columns.COLUMNS[a].model != "arena"}
+    assert sizes <= set(Counts._fields) | {"n_rho_eta"}
 
 
 def test_the_schemas_of_finished_sweeps_do_not_change():
@@ -150,7 +152,8 @@ def test_the_schemas_of_finished_sweeps_do_not_change():
 
 
 def test_the_axis_lists_are_the_registrys():
-    assert config.SIZE_AXES == plots.SIZE_AXES == ("n_phi", "n_rho_eta", "n_m")
+    assert config.SIZE_AXES == plots.SIZE_AXES == ("battles", "n_phi", "n_rho_eta", "n_m")
+    assert config._BINARY_SIZES == ("n_phi", "n_rho_eta", "n_m")  # what a binary size ties to
     assert config.PROBABILITY_AXES == ("alpha", "rho", "eta", "psi")
     assert shards.COUNT_COLUMNS == (
         "n_pos",
