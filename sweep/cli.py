@@ -225,14 +225,15 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="one JSON object per scenario")
     plan.add_argument(
         "--ratings",
-        choices=("binary", "preference", "scale", "classes"),
+        choices=("binary", "preference", "scale", "classes", "arena"),
         default="binary",
         help="binary (adequate or not, the default: --alpha, --rho, --eta, --cost-metric), "
         "preference (A better, tie, B better; θ = A's win rate with ties counted half: "
         "--win, --tie, --accuracy, ... below, --cost-judge), scale (a score whose classes are "
         "--values, e.g. 1-5; θ = the mean score, ε in its units: --values, --shares, "
         "--off-by-one or --confusion, --cost-judge) or classes (named by --classes, each with "
-        "its value in --values)",
+        "its value in --values), or arena (a leaderboard from battles: --systems, --spread, "
+        "--battles, --accuracy, --width below: the share of battles needing a human verdict)",
     )
     for name, metavar, text in (
         *PREFERENCE_PLAN_OPTIONS,
@@ -241,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         kind = float if name in _NUMBER_OPTIONS else str
         plan.add_argument(f"--{name.replace('_', '-')}", type=kind, metavar=metavar, help=text)
+    for name, metavar, text in ARENA_PLAN_OPTIONS:
+        plan.add_argument(f"--{name}", type=float, metavar=metavar, help=text)
     plan.add_argument(
         "--no-nuts-check",
         action="store_true",
@@ -562,6 +565,18 @@ JUDGED_PLAN_OPTIONS = (
     ),
 )
 
+#: ``sweep plan --ratings arena``'s own options (with --accuracy, --tie-rate,
+#: --position-bias, --judges, --copy-rate, --power, --replicates, --seed, --estimator;
+#: checked as an arena sweep file's axes, by ``sweep.plan.arena``).
+ARENA_PLAN_OPTIONS = (
+    ("systems", "S", "arena: the systems, every ordered pair of them in battle, 2 to 30"),
+    ("spread", "SD", "arena: SD of the systems' strengths (log-λ), drawn per arena, (0, 5]"),
+    ("nu", "NU", "arena: Davidson's tie parameter ν, (0, 10] (default 0.5)"),
+    ("battles", "N", "arena: battles of each ordered pair"),
+    ("width", "W", "arena: most places a rank interval may span; required"),
+    ("level", "L", "arena: the rank intervals' level, in (0, 1) (default 0.95)"),
+)
+
 #: The K-class plans' options that are numbers (the rest are read by their specs).
 _NUMBER_OPTIONS = (
     "win", "tie", "accuracy", "tie_rate", "position_bias", "copy_rate", "off_by_one",
@@ -661,6 +676,11 @@ def _plot(args) -> None:
 
 
 def _plan(args) -> int:
+    if args.ratings == "arena":
+        return _plan_arena(args)
+    arena = [n for n, _, _ in ARENA_PLAN_OPTIONS if getattr(args, n) is not None]
+    if arena:
+        raise SweepError(f"--{arena[0]}: an arena's; give --ratings arena")
     if args.ratings != "binary":
         return _plan_campaign(args)
     kinds = (
@@ -803,6 +823,58 @@ def _plan_campaign(args) -> int:
     )
     print(plans.json() if args.json else "\n".join(plans.lines()))
     return 0 if plans.reachable else UNREACHABLE_STATUS
+
+
+def _number_or_text(text: str):
+    """``text`` as a number where it writes one, else unchanged (the reader says why)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _plan_arena(args) -> int:
+    from binmetric_sweep.sweep.plan.arena import SCENARIO, arena_plan_spec, plan_arena, plans_json
+    from binmetric_sweep.sweep.spec.arena import ARENA_ESTIMATORS
+
+    others = (*PREFERENCE_PLAN_OPTIONS, *SCALE_PLAN_OPTIONS, *JUDGED_PLAN_OPTIONS)
+    refused = [*PLAN_FIELDS, "grid", "pilot", "output", *(n for n, _, _ in others)]
+    refused = [f for f in refused if f not in (*SCENARIO, "power") and getattr(args, f)]
+    if args.no_nuts_check:
+        refused.append("no_nuts_check")
+    if refused:
+        raise SweepError(f"--{refused[0].replace('_', '-')}: not with --ratings arena")
+    if args.width is None:
+        raise SweepError("--width: required with --ratings arena")
+    given = {n: getattr(args, n) for n in SCENARIO if getattr(args, n) is not None}
+    if "judges" in given:  # a K-class plan's option, read as text
+        given["judges"] = _number_or_text(given["judges"])
+    for name in ("systems", "spread", "battles", "accuracy"):
+        if name not in given:
+            raise SweepError(f"--{name.replace('_', '-')}: required with --ratings arena")
+    if args.estimator == "all":
+        names = list(ARENA_ESTIMATORS)
+    elif args.estimator in ARENA_ESTIMATORS:
+        names = [args.estimator]
+    else:
+        allowed = ", ".join((*ARENA_ESTIMATORS, "all"))
+        raise SweepError(
+            f"--estimator: {args.estimator!r} is not an arena estimator; allowed: {allowed}"
+        )
+    specs = [
+        arena_plan_spec(
+            given,
+            replicates=40 if args.replicates is None else args.replicates,
+            seed=args.seed,
+            level=0.95 if args.level is None else args.level,
+            estimator=name,
+        )
+        for name in names
+    ]  # every flag checked before the first simulation
+    power = 0.8 if args.power is None else args.power
+    plans = [plan_arena(spec, args.width, power) for spec in specs]
+    print(plans_json(plans) if args.json else "\n".join(line for p in plans for line in p.lines()))
+    return 0 if all(p.reachable for p in plans) else UNREACHABLE_STATUS
 
 
 def _compare(args) -> None:

@@ -31,6 +31,7 @@ class RankScores(NamedTuple):
             rank, in [0, 1].
         all_held: whether its simultaneous ``level`` rank sets hold every true rank (bool).
         width: mean places in a central interval (high − low + 1), in [1, S].
+        widest: places in its widest central interval, in [1, S] (float).
         leader_first: whether the system of highest posterior mean strength is the true
             leader (bool).
         p_leader: the posterior probability that the true leader ranks first, in [0, 1].
@@ -39,6 +40,7 @@ class RankScores(NamedTuple):
     held: np.ndarray
     all_held: np.ndarray
     width: np.ndarray
+    widest: np.ndarray
     leader_first: np.ndarray
     p_leader: np.ndarray
 
@@ -69,10 +71,11 @@ def score_rankings(strengths: np.ndarray, truth: np.ndarray, level: float) -> Ra
                 np.mean((low <= rank) & (rank <= high)),
                 np.all((set_low <= rank) & (rank <= set_high)),
                 np.mean(high - low + 1),
+                np.max(high - low + 1),
                 int(np.argmax(flat.mean(axis=0))) == leader,
                 np.mean(ranks[:, leader] == 1),
             )
         )
     columns = zip(*scores, strict=True)
-    dtypes = (np.float64, bool, np.float64, bool, np.float64)
+    dtypes = (np.float64, bool, np.float64, np.float64, bool, np.float64)
     return RankScores(*(np.asarray(c, d) for c, d in zip(columns, dtypes, strict=True)))

@@ -34,8 +34,11 @@ from binmetric_sweep.kernels.arena.posterior import SamplerSettings, sample_aren
 from binmetric_sweep.kernels.arena.scores import RankScores, score_rankings
 from binmetric_sweep.kernels.arena.simulate import cell_data
 from binmetric_sweep.sweep.spec.arena import arena_shape_of
-from binmetric_sweep.sweep.spec.grid import id_words
-from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys
+from binmetric_sweep.sweep.spec.lanes import (
+    configuration_lane_keys,
+    lane_counts,
+    require_float64,
+)
 from binmetric_sweep.sweep.storage.columns import FITS, SURFACE, check_schema, ordered
 
 __all__ = ["arena_sampler", "run_arena_shard"]
@@ -70,6 +73,7 @@ def _fits_table(configs, replicate, human, scores, draws, names) -> pa.Table:
         "rank_held": interleaved([s.held for s in scores], np.float64),
         "all_ranks_held": interleaved([s.all_held for s in scores], bool),
         "rank_width": interleaved([s.width for s in scores], np.float64),
+        "rank_width_max": interleaved([s.widest for s in scores], np.float64),
         "leader_first": interleaved([s.leader_first for s in scores], bool),
         "p_leader": interleaved([s.p_leader for s in scores], np.float64),
     }
@@ -94,6 +98,7 @@ def _summaries(scores: RankScores, draws, c: int, r: int) -> dict[str, np.ndarra
         "rank_coverage_mcse": mcse,
         "set_coverage": per_config(scores.all_held).mean(axis=1),
         "rank_width_mean": per_config(scores.width).mean(axis=1),
+        "rank_width_max_mean": per_config(scores.widest).mean(axis=1),
         "leader_share": per_config(scores.leader_first).mean(axis=1),
         "p_leader_mean": per_config(scores.p_leader).mean(axis=1),
     }
@@ -138,6 +143,7 @@ def run_arena_shard(
     Returns:
         ``(fits, surface, stages)``: the two Arrow tables and the wall seconds of each step.
     """
+    require_float64()
     last = time.perf_counter()
     stages: dict[str, float] = {}
 
@@ -149,9 +155,7 @@ def run_arena_shard(
 
     configs = shard.configurations
     c, r = len(configs), spec.replicates
-    words = np.repeat(id_words(configs["config_id"].to_numpy()), r, axis=0)
-    replicate = np.tile(np.arange(r), c)
-    keys = lane_keys(spec.seed, words, replicate)
+    keys, replicate = configuration_lane_keys(spec.seed, configs["config_id"].to_numpy(), r)
     model = spec.rating_model
     settings = model.lane_designs(configs, r)
     truth, counts = lane_counts(settings, keys, "sampled", model)

@@ -42,8 +42,11 @@ from binmetric_sweep.sweep.execution.estimates import estimate_lanes
 from binmetric_sweep.sweep.execution.fits import FitMemo, fit_lanes
 from binmetric_sweep.sweep.execution.schedule import Schedule, bucket, schedule_for
 from binmetric_sweep.sweep.spec.config import SweepSpec
-from binmetric_sweep.sweep.spec.grid import id_words
-from binmetric_sweep.sweep.spec.lanes import lane_counts, lane_keys, require_float64
+from binmetric_sweep.sweep.spec.lanes import (
+    configuration_lane_keys,
+    lane_counts,
+    require_float64,
+)
 from binmetric_sweep.sweep.spec.rating_model import ARENA
 from binmetric_sweep.sweep.storage.columns import (
     COUNT_COLUMNS,
@@ -223,10 +226,8 @@ def run_shard(
         last = now
 
     configs = shard.configurations
-    c, r = len(configs), spec.replicates
-    words = np.repeat(id_words(configs["config_id"].to_numpy()), r, axis=0)
-    replicate = np.tile(np.arange(r), c)
-    keys = lane_keys(spec.seed, words, replicate)
+    r = spec.replicates
+    keys, replicate = configuration_lane_keys(spec.seed, configs["config_id"].to_numpy(), r)
     model = spec.rating_model
     counts = lane_counts(model.lane_designs(configs, r), keys, spec.counts, model)
     layout = None if model.layout is None else model.layout(configs)

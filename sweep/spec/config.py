@@ -429,15 +429,19 @@ def _categorical_axis(field: str, raw: Any) -> AxisSpec:
     if field == "position_bias":
         return axis_values(field, raw, low=-1.0)
     if field == "judges":
-        values = axis_values(field, raw, low=1.0, high=MAX_JUDGES)
-        bad = [v for v in values if v != int(v)]
-        if bad:
-            raise SweepError(
-                f"grid.judges: value {shown(bad[0])} is not a whole number; allowed: "
-                f"1 to {MAX_JUDGES}"
-            )
-        return values
+        return _whole_numbers(field, raw, 1, MAX_JUDGES)
     return axis_values(field, raw)
+
+
+def _whole_numbers(field: str, raw: Any, low: int, high: int) -> tuple[float, ...]:
+    """An axis of whole numbers from ``low`` to ``high`` (a count that is not a size)."""
+    values = axis_values(field, raw, low=float(low), high=float(high))
+    bad = [v for v in values if v != int(v)]
+    if bad:
+        raise SweepError(
+            f"grid.{field}: value {shown(bad[0])} is not a whole number; allowed: {low} to {high}"
+        )
+    return values
 
 
 def _names(field: str, raw: Any) -> tuple[str, ...]:
@@ -944,14 +948,7 @@ def _arena_axis(field: str, raw: Any) -> AxisSpec:
     if isinstance(raw, str):
         raise SweepError(f"grid.{field}: {shown(raw)} is not an axis; give a list of values")
     if field == "systems":
-        values = axis_values(field, raw, low=2.0, high=MAX_ARENA_SYSTEMS)
-        bad = [v for v in values if v != int(v)]
-        if bad:
-            raise SweepError(
-                f"grid.systems: value {shown(bad[0])} is not a whole number; allowed: "
-                f"2 to {MAX_ARENA_SYSTEMS}"
-            )
-        return values
+        return _whole_numbers(field, raw, 2, MAX_ARENA_SYSTEMS)
     if field == "battles":
         values = axis_values(field, raw)
         bad = [v for v in values if not 1 <= v <= MAX_ARENA_BATTLES]

@@ -17,6 +17,7 @@ import pandas as pd
 from binmetric_sweep.kernels.paired import PairedKind
 from binmetric_sweep.sweep.errors import SweepError
 from binmetric_sweep.sweep.spec.config import AXES, SweepSpec
+from binmetric_sweep.sweep.spec.lanes import id_words
 from binmetric_sweep.sweep.spec.rating_model import BINARY, RatingModel
 from binmetric_sweep.sweep.storage.columns import CONFIG_COLUMNS
 
@@ -45,12 +46,6 @@ def config_id(
     text = model.id_text(alpha, rho, eta, n_phi, n_rho_eta, psi, n_m, paired)
     digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & (2**63 - 1)
-
-
-def id_words(config_ids: np.ndarray) -> np.ndarray:
-    """``(C, 2)`` uint32: the low and high 32-bit words of each 63-bit ``config_id``."""
-    ids = np.asarray(config_ids, np.int64).astype(np.uint64)
-    return np.stack([ids & np.uint64(0xFFFFFFFF), ids >> np.uint64(32)], axis=1).astype(np.uint32)
 
 
 def _block_table(block) -> pd.DataFrame:

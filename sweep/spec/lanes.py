@@ -22,7 +22,14 @@ from binmetric_sweep.kernels.paired import PairedKind, flags_of_kinds
 from binmetric_sweep.sweep.execution.programs import counts_program, keys_program
 from binmetric_sweep.sweep.execution.schedule import bucket
 
-__all__ = ["lane_counts", "lane_designs", "lane_keys", "require_float64"]
+__all__ = [
+    "configuration_lane_keys",
+    "id_words",
+    "lane_counts",
+    "lane_designs",
+    "lane_keys",
+    "require_float64",
+]
 
 
 def require_float64() -> None:
@@ -113,6 +120,22 @@ def lane_keys(seed: int, config_words: np.ndarray, replicates: np.ndarray) -> ja
     return _padded_call(
         keys_program(int(seed)), len(words), words, np.asarray(replicates, np.uint32)
     )
+
+
+def id_words(config_ids: np.ndarray) -> np.ndarray:
+    """``(C, 2)`` uint32: the low and high 32-bit words of each 63-bit ``config_id``."""
+    ids = np.asarray(config_ids, np.int64).astype(np.uint64)
+    return np.stack([ids & np.uint64(0xFFFFFFFF), ids >> np.uint64(32)], axis=1).astype(np.uint32)
+
+
+def configuration_lane_keys(
+    seed: int, config_ids: np.ndarray, replicates: int
+) -> tuple[jax.Array, np.ndarray]:
+    """The ``(C·R,)`` lane keys of C configurations' R replicates each (configuration-major,
+    :func:`lane_keys` of their ``config_id`` words), and each lane's replicate number."""
+    words = np.repeat(id_words(np.asarray(config_ids)), replicates, axis=0)
+    replicate = np.tile(np.arange(replicates), len(config_ids))
+    return lane_keys(seed, words, replicate), replicate
 
 
 def lane_counts(designs, keys: jax.Array, mode: Literal["expected", "sampled"], model):

@@ -769,6 +769,7 @@ _REGISTRY: tuple[Column, ...] = (
         "whether the simultaneous rank sets at the interval level hold every system's true rank",
     ),
     _ranking("rank_width", "float64", _FITS, "mean places in a central rank interval"),
+    _ranking("rank_width_max", "float64", _FITS, "places in the widest central rank interval"),
     _ranking(
         "leader_first",
         "bool",
@@ -807,6 +808,13 @@ _REGISTRY: tuple[Column, ...] = (
         _SURFACE,
         "mean places in a central rank interval (1: every rank pinned)",
         "mean rank-interval width",
+    ),
+    _ranking(
+        "rank_width_max_mean",
+        "float64",
+        _SURFACE,
+        "mean over replicates of the places in the widest central rank interval",
+        "mean widest rank interval",
     ),
     _ranking(
         "leader_share",

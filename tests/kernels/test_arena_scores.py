@@ -21,6 +21,7 @@ def test_ranks_worked_by_hand():
     np.testing.assert_allclose(got.held, [1.0, 2.0 / 3.0])
     np.testing.assert_array_equal(got.all_held, [True, False])
     np.testing.assert_allclose(got.width, [4.0 / 3.0, 4.0 / 3.0])
+    np.testing.assert_array_equal(got.widest, [2.0, 2.0])  # system 1's [1, 2]
     np.testing.assert_array_equal(got.leader_first, [True, False])
     np.testing.assert_allclose(got.p_leader, [0.75, 0.25])
 
@@ -32,6 +33,7 @@ def test_draws_at_the_truth_score_perfectly_and_the_reversed_order_fails():
     got = score_rankings(near, truth, 0.95)
     assert got.held.tolist() == [1.0] * 3 and got.all_held.all() and got.leader_first.all()
     np.testing.assert_array_equal(got.width, 1.0)
+    np.testing.assert_array_equal(got.widest, 1.0)
     np.testing.assert_array_equal(got.p_leader, 1.0)
     reversed_ = score_rankings(-near, truth, 0.95)
     assert reversed_.held.tolist() == [1.0 / 7.0] * 3  # only the middle rank is held

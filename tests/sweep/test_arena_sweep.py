@@ -158,6 +158,7 @@ def test_each_fit_is_the_kernels_own_leaderboard_of_its_lane(ran):
             np.testing.assert_array_equal(got["rank_held"], scores.held)
             np.testing.assert_array_equal(got["all_ranks_held"], scores.all_held)
             np.testing.assert_array_equal(got["rank_width"], scores.width)
+            np.testing.assert_array_equal(got["rank_width_max"], scores.widest)
             np.testing.assert_array_equal(got["p_leader"], scores.p_leader)
             np.testing.assert_array_equal(got["rhat"], draws.rhat_max)
             np.testing.assert_array_equal(got["divergences"], draws.divergences)
@@ -176,6 +177,7 @@ def test_the_surface_is_the_fits_means_over_replicates(ran):
             held_sd=("rank_held", "std"),
             sets=("all_ranks_held", "mean"),
             width=("rank_width", "mean"),
+            widest=("rank_width_max", "mean"),
             leader=("leader_first", "mean"),
             p=("p_leader", "mean"),
             rhat=("rhat", "max"),
@@ -188,6 +190,7 @@ def test_the_surface_is_the_fits_means_over_replicates(ran):
     np.testing.assert_allclose(merged["rank_coverage_mcse"], merged["held_sd"] / np.sqrt(3))
     np.testing.assert_allclose(merged["set_coverage"], merged["sets"], rtol=1e-15)
     np.testing.assert_allclose(merged["rank_width_mean"], merged["width"], rtol=1e-15)
+    np.testing.assert_allclose(merged["rank_width_max_mean"], merged["widest"], rtol=1e-15)
     np.testing.assert_allclose(merged["leader_share"], merged["leader"], rtol=1e-15)
     np.testing.assert_allclose(merged["p_leader_mean"], merged["p"], rtol=1e-15)
     np.testing.assert_array_equal(merged["rhat_max"], merged["rhat"])
