@@ -1024,6 +1024,10 @@ class ArenaSweepSpec(SweepSpec):
     ratings: Literal["arena"]
     counts: Literal["sampled"] = "sampled"
     grid: tuple[ArenaBlock, ...]
+    #: A shard's arenas and their draws are held at once (battles by cell, S² × 6 × 3^J
+    #: counts an arena; chains × samples × S strengths a fit): a shard of 16 configurations
+    #: of 30 systems, 3 judges and 40 replicates holds about 1.4 GB.
+    shard_size: int = Field(16, ge=1, le=1_000_000)
 
     @model_validator(mode="before")
     @classmethod
