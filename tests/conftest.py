@@ -13,6 +13,7 @@
   another's instance (:func:`pytest_xdist_make_scheduler`).
 """
 
+import gc
 import os
 import pathlib
 import shutil
@@ -67,6 +68,21 @@ def pytest_xdist_make_scheduler(config, log):
             return super().remove_node(node)
 
     return ModuleScheduling(config, log)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_programs_freed_after_each_module():
+    """Drop JAX's compiled programs once a module is done (the next module that needs one
+    loads it from the session's persistent cache).
+
+    Every compiled CPU executable holds memory maps of its code, and a worker that ran
+    half the suite held tens of thousands: at the kernel's limit (vm.max_map_count,
+    65,530 here) the next compile or load crashes the worker. Measured: the two arena
+    modules alone add about 8,000 maps, and clearing the caches after them frees 5,700.
+    """
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 def pytest_sessionfinish(session, exitstatus):
