@@ -25,14 +25,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import CancelledError
 
-import jax
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from binmetric_sweep.kernels.arena.posterior import SamplerSettings, sample_arenas
 from binmetric_sweep.kernels.arena.scores import RankScores, score_rankings
-from binmetric_sweep.kernels.arena.simulate import cell_data
+from binmetric_sweep.sweep.execution.programs import arena_inputs_program
 from binmetric_sweep.sweep.spec.arena import arena_shape_of
 from binmetric_sweep.sweep.spec.lanes import (
     configuration_lane_keys,
@@ -159,9 +158,8 @@ def run_arena_shard(
     model = spec.rating_model
     settings = model.lane_designs(configs, r)
     truth, counts = lane_counts(settings, keys, "sampled", model)
-    battles = np.asarray(settings.battles[0])  # every lane's layout: every ordered pair
+    systems = int(np.shape(settings.battles)[-1])
     human = counts[..., 1, :].sum(axis=(1, 2, 3, 4))
-    sampler_keys = jax.vmap(lambda k: jax.random.fold_in(k, SAMPLER_FOLD))(keys)
     lap("counts")
     names = list(spec.estimators)
     scores, draws, summaries = [], [], []
@@ -169,7 +167,7 @@ def run_arena_shard(
         if stop is not None and stop.is_set():
             raise CancelledError("run_arena_shard: stopped before this estimator's calls")
         judges = None if estimator.reads_judges else ()
-        data = jax.vmap(lambda n, j=judges: cell_data(n, battles, j))(counts)
+        sampler_keys, data = arena_inputs_program(systems, judges, SAMPLER_FOLD)(keys, counts)
         shape = arena_shape_of(configs, estimator)
         got = sample_arenas(sampler_keys, data, shape, arena_sampler(spec))
         lap("fits")

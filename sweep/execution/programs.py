@@ -13,7 +13,8 @@ a rule's calls apart). Programs:
 - :func:`nuts_program`: NUTS for a call of fits; :func:`categorical_nuts_program` the
   categorical model's;
 - :func:`estimators_program`: the estimators with an estimate function
-  (:mod:`kernels.estimators`).
+  (:mod:`kernels.estimators`);
+- :func:`arena_inputs_program`: what an arena sweep's sampler reads of its lanes.
 
 A quadrature program is ``fn(lanes, n_valid=None)``; with a slice size it
 computes the lanes that many at a time (:func:`in_slices`), and only the slices
@@ -27,7 +28,9 @@ from functools import cache
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from binmetric_sweep.kernels.arena.simulate import cell_data
 from binmetric_sweep.kernels.categorical import nuts as categorical_nuts
 from binmetric_sweep.kernels.categorical import quadrature as categorical_quadrature
 from binmetric_sweep.kernels.categorical.counts import Layout
@@ -52,6 +55,7 @@ from binmetric_sweep.sweep.execution.compile_cache import ExportedProgram
 __all__ = [
     "KNOWN_CONFUSION_RULE",
     "alpha_t_program",
+    "arena_inputs_program",
     "categorical_nuts_program",
     "categorical_quadrature_program",
     "counts_program",
@@ -102,6 +106,22 @@ def estimators_program(
         fn = jax.jit(lambda counts: tuple(e.categorical(counts, layout, level) for e in estimators))
         key = (tuple(e.name for e in estimators), level, layout)
     return ExportedProgram(fn, "estimators", key)
+
+
+@cache
+def arena_inputs_program(
+    systems: int, judges: tuple[int, ...] | None, fold: int
+) -> ExportedProgram:
+    """``fn(keys, counts)``: ``(B,)`` simulated arenas' sampler keys (each lane key folded in
+    with ``fold``) and :class:`kernels.arena.logdensity.ArenaData`
+    (:func:`kernels.arena.simulate.cell_data` of every ordered pair of ``systems``, reading
+    the judges ``judges``: None all, ``()`` none), in one program per shape."""
+    battles = 1.0 - np.eye(systems)
+
+    def lane(key, counts):
+        return jax.random.fold_in(key, fold), cell_data(counts, battles, judges)
+
+    return ExportedProgram(jax.jit(jax.vmap(lane)), "arena_inputs", (systems, judges, fold))
 
 
 @cache
