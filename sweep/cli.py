@@ -852,14 +852,16 @@ def _plan_arena(args) -> int:
     for name in ("systems", "spread", "battles", "accuracy"):
         if name not in given:
             raise SweepError(f"--{name.replace('_', '-')}: required with --ratings arena")
+    priced = [e.name for e in ARENA_ESTIMATORS.values() if e.reads_humans]
     if args.estimator == "all":
-        names = list(ARENA_ESTIMATORS)
-    elif args.estimator in ARENA_ESTIMATORS:
+        names = priced
+    elif args.estimator in priced:
         names = [args.estimator]
     else:
-        allowed = ", ".join((*ARENA_ESTIMATORS, "all"))
+        allowed = ", ".join((*priced, "all"))
         raise SweepError(
-            f"--estimator: {args.estimator!r} is not an arena estimator; allowed: {allowed}"
+            f"--estimator: {args.estimator!r} is not an arena estimator that reads human "
+            f"verdicts; allowed: {allowed}"
         )
     specs = [
         arena_plan_spec(

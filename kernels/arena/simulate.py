@@ -46,6 +46,7 @@ __all__ = [
     "cell_data",
     "cells_of",
     "draw_arena_counts",
+    "judge_as_truth",
     "verdict_probabilities",
 ]
 
@@ -170,6 +171,23 @@ def _judged_counts(counts: Array, judges: tuple[int, ...]) -> Array:
     drop = tuple(counts.ndim - 1 + j for j in range(total) if j not in judges)
     kept = by_judge.sum(axis=drop)
     return kept.reshape(*counts.shape[:-1], OUTCOMES ** len(judges))
+
+
+def judge_as_truth(counts: Array, judge: int = 0) -> Array:
+    """One simulated arena's battles as a judge's verdicts alone, taken as the truth.
+
+    Args:
+        counts: :func:`draw_arena_counts`' ``(S, S, 3, 2, 3^J)`` (traced or not).
+        judge: the judge whose verdict stands in for a human verdict on every battle.
+
+    Returns:
+        ``(S, S, 3, 2, 1)`` counts with no judges, every battle kept with the judge's
+        verdict in the truth's place (``sweep compare``'s ``judge_only``).
+    """
+    if not 0 <= judge < _judges_of(counts):
+        raise ValueError(f"judge: {judge} is not one of the arena's {_judges_of(counts)} judges")
+    said = _judged_counts(counts, (judge,)).sum(axis=(2, 3))  # (S, S, 3) by the judge's verdict
+    return jnp.stack([jnp.zeros_like(said), said], axis=-1)[..., None]
 
 
 def cell_data(

@@ -3,10 +3,11 @@
 :func:`run_arena_shard` is :func:`sweep.execution.shards.run_shard` for ``ratings: arena``:
 configurations → each lane's setting (:func:`sweep.spec.arena.arena_lane_settings`) →
 its true strengths and battles by cell, drawn from the lane's key
-(:func:`kernels.arena.simulate.draw_arena`) → each estimator's posterior draws of every
-lane in batched calls (:func:`kernels.arena.posterior.sample_arenas`, the human and
-judge verdicts or the human verdicts alone) → each fit's ranks scored against the truth
-(:func:`kernels.arena.scores.score_rankings`) → their means per configuration → the
+(:func:`kernels.arena.simulate.draw_arena`) → each posterior estimator's draws of every
+lane in batched calls (:func:`kernels.arena.posterior.sample_arenas`, of the verdicts the
+estimator reads: :attr:`sweep.spec.arena.ArenaEstimator.verdicts`), or ppr's rank sets →
+each fit's ranks scored against the truth (:func:`kernels.arena.scores.score_rankings`,
+:func:`~kernels.arena.scores.score_ppr`) → their means per configuration → the
 ``fits`` and ``surface`` tables of the column registry's arena model. It reads and writes
 nothing. A shard's configurations share their systems, judges and judge model
 (:attr:`sweep.spec.rating_model.RatingModel.layout_columns`), so every lane of an estimator has
@@ -24,13 +25,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import CancelledError
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from binmetric_sweep.kernels.arena.posterior import SamplerSettings, sample_arenas
-from binmetric_sweep.kernels.arena.scores import RankScores, score_rankings
+from binmetric_sweep.kernels.arena.scores import RankScores, score_ppr, score_rankings
 from binmetric_sweep.sweep.execution.programs import arena_inputs_program
 from binmetric_sweep.sweep.spec.arena import arena_shape_of
 from binmetric_sweep.sweep.spec.lanes import (
@@ -53,7 +55,20 @@ def arena_sampler(spec) -> SamplerSettings:
     return SamplerSettings(s.chains, s.warmup, s.samples, s.target_accept)
 
 
-def _fits_table(configs, replicate, human, scores, draws, names) -> pa.Table:
+class Health(NamedTuple):
+    """``(B,)`` each fit's sampler health: worst split R-hat and least bulk ESS of its
+    strengths, divergent transitions after warm-up (NaN, NaN, 0 for a closed form)."""
+
+    rhat_max: np.ndarray
+    ess_min: np.ndarray
+    divergences: np.ndarray
+
+    @classmethod
+    def closed_form(cls, lanes: int) -> Health:
+        return cls(np.full(lanes, np.nan), np.full(lanes, np.nan), np.zeros(lanes, np.int64))
+
+
+def _fits_table(configs, replicate, human, scores, healths, names) -> pa.Table:
     """One row per (configuration, replicate, estimator), the estimators in their order."""
     e, b = len(names), len(replicate)
     r = b // len(configs)
@@ -66,13 +81,14 @@ def _fits_table(configs, replicate, human, scores, draws, names) -> pa.Table:
         "replicate": np.repeat(replicate.astype(np.int32), e),
         "estimator": np.array(names, object)[np.tile(np.arange(e), b)],
         "human_verdicts": np.repeat(human.astype(np.int64), e),
-        "rhat": interleaved([d.rhat_max for d in draws], np.float64),
-        "ess": interleaved([d.ess_min for d in draws], np.float64),
-        "divergences": interleaved([d.divergences for d in draws], np.int64),
+        "rhat": interleaved([h.rhat_max for h in healths], np.float64),
+        "ess": interleaved([h.ess_min for h in healths], np.float64),
+        "divergences": interleaved([h.divergences for h in healths], np.int64),
         "rank_held": interleaved([s.held for s in scores], np.float64),
         "all_ranks_held": interleaved([s.all_held for s in scores], bool),
         "rank_width": interleaved([s.width for s in scores], np.float64),
         "rank_width_max": interleaved([s.widest for s in scores], np.float64),
+        "rank_set_width": interleaved([s.set_width for s in scores], np.float64),
         "leader_first": interleaved([s.leader_first for s in scores], bool),
         "p_leader": interleaved([s.p_leader for s in scores], np.float64),
     }
@@ -81,7 +97,7 @@ def _fits_table(configs, replicate, human, scores, draws, names) -> pa.Table:
     return table
 
 
-def _summaries(scores: RankScores, draws, c: int, r: int) -> dict[str, np.ndarray]:
+def _summaries(scores: RankScores, health: Health, c: int, r: int) -> dict[str, np.ndarray]:
     """``(C,)`` each configuration's means of one estimator's scores over its R replicates."""
 
     def per_config(x):
@@ -90,14 +106,15 @@ def _summaries(scores: RankScores, draws, c: int, r: int) -> dict[str, np.ndarra
     held = per_config(scores.held)
     mcse = held.std(axis=1, ddof=1) / np.sqrt(r) if r > 1 else np.full(c, np.nan)
     return {
-        "rhat_max": per_config(draws.rhat_max).max(axis=1),
-        "ess_min": per_config(draws.ess_min).min(axis=1),
-        "divergences": per_config(draws.divergences).sum(axis=1).astype(np.int64),
+        "rhat_max": per_config(health.rhat_max).max(axis=1),
+        "ess_min": per_config(health.ess_min).min(axis=1),
+        "divergences": per_config(health.divergences).sum(axis=1).astype(np.int64),
         "rank_coverage": held.mean(axis=1),
         "rank_coverage_mcse": mcse,
         "set_coverage": per_config(scores.all_held).mean(axis=1),
         "rank_width_mean": per_config(scores.width).mean(axis=1),
         "rank_width_max_mean": per_config(scores.widest).mean(axis=1),
+        "rank_set_width_mean": per_config(scores.set_width).mean(axis=1),
         "leader_share": per_config(scores.leader_first).mean(axis=1),
         "p_leader_mean": per_config(scores.p_leader).mean(axis=1),
     }
@@ -162,23 +179,30 @@ def run_arena_shard(
     human = counts[..., 1, :].sum(axis=(1, 2, 3, 4))
     lap("counts")
     names = list(spec.estimators)
-    scores, draws, summaries = [], [], []
+    scores, healths, summaries = [], [], []
     for estimator in spec.estimator_values():
         if stop is not None and stop.is_set():
             raise CancelledError("run_arena_shard: stopped before this estimator's calls")
-        judges = None if estimator.reads_judges else ()
-        sampler_keys, data = arena_inputs_program(systems, judges, SAMPLER_FOLD)(keys, counts)
-        shape = arena_shape_of(configs, estimator)
-        got = sample_arenas(sampler_keys, data, shape, arena_sampler(spec))
-        lap("fits")
-        scored = score_rankings(got.strengths, truth, spec.interval)
+        if estimator.posterior:
+            judges = None if estimator.reads_judges else ()
+            program = arena_inputs_program(systems, judges, SAMPLER_FOLD, estimator.verdicts)
+            sampler_keys, data = program(keys, counts)
+            shape = arena_shape_of(configs, estimator)
+            got = sample_arenas(sampler_keys, data, shape, arena_sampler(spec))
+            health = Health(got.rhat_max, got.ess_min, got.divergences)
+            lap("fits")
+            scored = score_rankings(got.strengths, truth, spec.interval)
+        else:
+            scored = score_ppr(counts, truth, spec.interval)
+            health = Health.closed_form(len(replicate))
+            lap("fits")
         scores.append(scored)
-        draws.append(got)
-        summaries.append(_summaries(scored, got, c, r))
+        healths.append(health)
+        summaries.append(_summaries(scored, health, c, r))
         lap("summaries")
     if on_fits is not None:
         on_fits(len(replicate))
-    fits = _fits_table(configs, replicate, human, scores, draws, names)
+    fits = _fits_table(configs, replicate, human, scores, healths, names)
     surface = _surface_table(spec, shard.index, configs, names, summaries)
     lap("tables")
     return fits, surface, stages

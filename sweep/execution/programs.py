@@ -110,18 +110,20 @@ def estimators_program(
 
 @cache
 def arena_inputs_program(
-    systems: int, judges: tuple[int, ...] | None, fold: int
+    systems: int, judges: tuple[int, ...] | None, fold: int, verdicts
 ) -> ExportedProgram:
     """``fn(keys, counts)``: ``(B,)`` simulated arenas' sampler keys (each lane key folded in
     with ``fold``) and :class:`kernels.arena.logdensity.ArenaData`
-    (:func:`kernels.arena.simulate.cell_data` of every ordered pair of ``systems``, reading
-    the judges ``judges``: None all, ``()`` none), in one program per shape."""
+    (:func:`kernels.arena.simulate.cell_data` of every ordered pair of ``systems``, of the
+    counts ``verdicts(counts)``, reading the judges ``judges``: None all, ``()`` none), in
+    one program per shape."""
     battles = 1.0 - np.eye(systems)
 
     def lane(key, counts):
-        return jax.random.fold_in(key, fold), cell_data(counts, battles, judges)
+        return jax.random.fold_in(key, fold), cell_data(verdicts(counts), battles, judges)
 
-    return ExportedProgram(jax.jit(jax.vmap(lane)), "arena_inputs", (systems, judges, fold))
+    static = (systems, judges, fold, verdicts.__qualname__)
+    return ExportedProgram(jax.jit(jax.vmap(lane)), "arena_inputs", static)
 
 
 @cache

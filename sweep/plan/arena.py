@@ -62,7 +62,7 @@ class ArenaPlanPoint(NamedTuple):
         widest: mean places of the arenas' widest interval.
         rank_coverage: share of systems whose interval holds the true rank.
         set_coverage: share of arenas whose simultaneous sets hold every true rank.
-        rhat_max: worst split R-hat of the fits.
+        rhat_max: worst split R-hat of the fits (NaN: a closed form, ppr).
         divergences: divergent transitions of all the fits.
         unmixed: fits whose R-hat exceeds :data:`RHAT_LIMIT` (counted as missing the width).
     """
@@ -79,11 +79,19 @@ class ArenaPlanPoint(NamedTuple):
     unmixed: int
 
 
+def _point_record(point: ArenaPlanPoint) -> dict:
+    """A point as JSON-able data: a closed form's R-hat (NaN) as null."""
+    return {
+        k: None if isinstance(v, float) and math.isnan(v) else v for k, v in point._asdict().items()
+    }
+
+
 class ArenaPlan(NamedTuple):
     """One estimator's plan.
 
     Attributes:
-        estimator: ``bayes`` or ``human_only``.
+        estimator: an arena estimator that reads the human verdicts (``bayes``,
+            ``human_only``, ``ppr``: its rank sets stand in for the intervals).
         spec: the arena (a one-configuration :class:`ArenaSweepSpec`, human share 1).
         width: most places a rank interval may span.
         power: share of arenas that must meet the width.
@@ -133,9 +141,13 @@ class ArenaPlan(NamedTuple):
             f"checked on {self.spec.replicates} fresh arenas (seed {self.spec.seed + 1}): met in "
             f"{c.met:.3f} ± {c.met_mcse:.3f} ({verdict}); widest interval {c.widest:.2f} "
             "places on average; "
-            f"rank coverage {c.rank_coverage:.3f}, simultaneous {c.set_coverage:.3f}; R-hat "
-            f"≤ {c.rhat_max:.3f} ({c.unmixed} fits above {RHAT_LIMIT}, counted as missing), "
-            f"{c.divergences} divergences",
+            f"rank coverage {c.rank_coverage:.3f}, simultaneous {c.set_coverage:.3f}; "
+            + (
+                "a closed form, no sampler"
+                if math.isnan(c.rhat_max)
+                else f"R-hat ≤ {c.rhat_max:.3f} ({c.unmixed} fits above {RHAT_LIMIT}, counted "
+                f"as missing), {c.divergences} divergences"
+            ),
             "searched: "
             + ", ".join(
                 f"{q.human_share:g} met {q.met:.3f}" + f" ({q.unmixed} unmixed)" * bool(q.unmixed)
@@ -153,9 +165,9 @@ class ArenaPlan(NamedTuple):
             "replicates": self.spec.replicates,
             "seed": self.spec.seed,
             "reachable": self.reachable,
-            "plan": None if self.plan is None else self.plan._asdict(),
-            "check": None if self.check is None else self.check._asdict(),
-            "searched": [q._asdict() for q in self.searched],
+            "plan": None if self.plan is None else _point_record(self.plan),
+            "check": None if self.check is None else _point_record(self.check),
+            "searched": [_point_record(q) for q in self.searched],
         }
 
 
@@ -212,7 +224,9 @@ def _simulate(spec: ArenaSweepSpec, share: float, seed: int, width: float) -> Ar
     configs = expand_grid(point)
     fits, surface, _ = run_arena_shard(point, Shard(0, configs))
     widest = fits.column("rank_width_max").to_numpy()
-    mixed = fits.column("rhat").to_numpy() <= RHAT_LIMIT
+    (estimator,) = spec.estimator_values()
+    rhat = fits.column("rhat").to_numpy()
+    mixed = rhat <= RHAT_LIMIT if estimator.posterior else np.ones(len(rhat), bool)
     met = float(np.mean((widest <= width + 1e-9) & mixed))
     row = surface.to_pylist()[0]
     s = int(block.systems[0])
@@ -224,7 +238,7 @@ def _simulate(spec: ArenaSweepSpec, share: float, seed: int, width: float) -> Ar
         widest=float(np.mean(widest)),
         rank_coverage=row["rank_coverage"],
         set_coverage=row["set_coverage"],
-        rhat_max=row["rhat_max"],
+        rhat_max=math.nan if row["rhat_max"] is None else row["rhat_max"],  # null: ppr
         divergences=int(row["divergences"]),
         unmixed=int(np.sum(~mixed)),
     )

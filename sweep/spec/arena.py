@@ -7,20 +7,21 @@ from Bradley–Terry strengths with Davidson's ties (ν), a human verdict on a s
 draws its own true strengths, N(0, ``spread``²) centred; every judge has the preference
 family's positional confusion (``accuracy``, ``tie_rate``, ``position_bias``:
 :func:`kernels.categorical.families.preference_confusion`) and a later judge copies
-the first at ``copy_rate``. What a configuration reports is how well its posterior's
-leaderboard holds the true ranks (:mod:`kernels.arena.scores`), per estimator
+the first at ``copy_rate``. What a configuration reports is how well its leaderboard
+holds the true ranks (:mod:`kernels.arena.scores`), per estimator
 (:data:`ARENA_ESTIMATORS`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from binmetric_sweep.kernels.arena.logdensity import ArenaShape, arena_shape
-from binmetric_sweep.kernels.arena.simulate import ArenaSetting
+from binmetric_sweep.kernels.arena.simulate import ArenaSetting, judge_as_truth
 from binmetric_sweep.kernels.categorical.families import preference_confusion
 from binmetric_sweep.sweep.spec.categorical import JOINT, JudgeModel, with_config_ids
 from binmetric_sweep.sweep.storage.columns import SURFACE, columns_of
@@ -53,29 +54,65 @@ ARENA_PARAMETERS = (
 ARENA_COLUMNS = tuple(c.name for c in columns_of(SURFACE, "arena") if c.source == "configuration")
 
 
+def _as_drawn(counts):
+    return counts
+
+
 class ArenaEstimator(NamedTuple):
     """An estimator of an arena sweep (``estimators:``), named as ``sweep compare``'s methods.
 
     Attributes:
         name: as the sweep file and the tables spell it.
         description: the estimator in words.
-        reads_judges: whether its posterior reads the judges' verdicts (else the human
-            verdicts alone).
+        posterior: whether it ranks by the posterior's draws of the strengths (NUTS), else by
+            prediction-powered ranking's rank sets (:func:`kernels.arena.scores.score_ppr`).
+        reads_judges: whether its posterior reads the judges' verdicts as judges' (else the
+            verdicts of :attr:`verdicts` alone, as a human's).
+        reads_humans: whether it reads the human verdicts (what ``sweep plan`` prices).
+        verdicts: a lane's ``(S, S, 3, 2, 3^J)`` counts → the counts it reads
+            (:mod:`kernels.arena.simulate`), traced.
     """
 
     name: str
     description: str
+    posterior: bool
     reads_judges: bool
+    reads_humans: bool
+    verdicts: Callable = _as_drawn
+
+
+def _first_judge_as_truth(counts):
+    return judge_as_truth(counts, 0)
 
 
 #: The estimators of an arena sweep, in the tables' order: the joint posterior of the
-#: strengths, ν and every judge's confusion from the human and judge verdicts, and the
-#: same model on the human verdicts alone.
+#: strengths, ν and every judge's confusion from the human and judge verdicts; the same
+#: model on the human verdicts alone, and on the first judge's verdicts taken as the truth;
+#: prediction-powered ranking (the first judge's verdicts, PPI win rates, χ² rank sets).
 ARENA_ESTIMATORS = {
     e.name: e
     for e in (
-        ArenaEstimator("bayes", "the posterior from the human and the judges' verdicts", True),
-        ArenaEstimator("human_only", "the same model on the human verdicts alone", False),
+        ArenaEstimator(
+            "bayes", "the posterior from the human and the judges' verdicts", True, True, True
+        ),
+        ArenaEstimator(
+            "human_only", "the same model on the human verdicts alone", True, False, True
+        ),
+        ArenaEstimator(
+            "judge_only",
+            "the same model on the first judge's verdicts taken as the truth",
+            True,
+            False,
+            False,
+            _first_judge_as_truth,
+        ),
+        ArenaEstimator(
+            "ppr",
+            "prediction-powered ranking: the first judge's PPI win rates and χ² rank sets",
+            False,
+            True,
+            True,
+        ),
     )
 }
 

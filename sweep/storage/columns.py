@@ -759,8 +759,8 @@ _REGISTRY: tuple[Column, ...] = (
         "rank_held",
         "float64",
         _FITS,
-        "share of the systems whose central rank interval at the sweep's interval level holds "
-        "the true rank",
+        "share of the systems whose central rank interval at the sweep's interval level (ppr: "
+        "rank set) holds the true rank",
     ),
     _ranking(
         "all_ranks_held",
@@ -770,22 +770,27 @@ _REGISTRY: tuple[Column, ...] = (
     ),
     _ranking("rank_width", "float64", _FITS, "mean places in a central rank interval"),
     _ranking("rank_width_max", "float64", _FITS, "places in the widest central rank interval"),
+    _ranking("rank_set_width", "float64", _FITS, "mean places in a simultaneous rank set"),
     _ranking(
         "leader_first",
         "bool",
         _FITS,
-        "whether the system of highest posterior mean strength is the true leader",
+        "whether the system of highest posterior mean strength (ppr: estimated win rate) is "
+        "the true leader",
     ),
     _ranking(
-        "p_leader", "float64", _FITS, "the posterior probability that the true leader ranks first"
+        "p_leader",
+        "float64",
+        _FITS,
+        "the posterior probability that the true leader ranks first (ppr: NaN)",
     ),
     # The surface: those scores over an arena configuration's replicates.
     _ranking(
         "rank_coverage",
         "float64",
         _SURFACE,
-        "share of systems whose central rank interval holds the true rank, over replicates "
-        "(nominal: the interval level)",
+        "share of systems whose central rank interval (ppr: rank set) holds the true rank, "
+        "over replicates (nominal: the interval level; ppr's sets: at least it)",
         "rank coverage",
     ),
     _ranking(
@@ -817,10 +822,18 @@ _REGISTRY: tuple[Column, ...] = (
         "mean widest rank interval",
     ),
     _ranking(
+        "rank_set_width_mean",
+        "float64",
+        _SURFACE,
+        "mean places in a simultaneous rank set",
+        "mean rank-set width",
+    ),
+    _ranking(
         "leader_share",
         "float64",
         _SURFACE,
-        "share of replicates whose highest posterior mean strength is the true leader's",
+        "share of replicates whose highest posterior mean strength (ppr: estimated win rate) "
+        "is the true leader's",
         "true leader ranked first",
     ),
     _ranking(

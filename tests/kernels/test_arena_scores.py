@@ -1,10 +1,17 @@
 """Scores of a simulated arena's leaderboard against its truth (kernels/arena/scores.py),
-on draws whose ranks are worked by hand."""
+on draws whose ranks are worked by hand, and prediction-powered ranking's on simulated
+arenas."""
 
+import jax
 import numpy as np
 import pytest
 
-from binmetric_sweep.kernels.arena.scores import score_rankings
+from binmetric_sweep.kernels.arena.ppr import ppr_win_rates, rank_sets
+from binmetric_sweep.kernels.arena.scores import score_ppr, score_rankings
+from binmetric_sweep.kernels.arena.simulate import ArenaSetting, cells_of, draw_arena
+from binmetric_sweep.kernels.categorical.families import preference_confusion
+
+jax.config.update("jax_enable_x64", True)
 
 # Four draws of three systems' strengths: in three, 0 > 1 > 2; in one, 1 > 0 > 2.
 DRAWS = np.array([[3.0, 2.0, 1.0], [3.0, 2.0, 1.0], [2.0, 3.0, 1.0], [3.0, 2.0, 1.0]])
@@ -48,3 +55,50 @@ def test_wider_intervals_at_a_higher_level_hold_at_least_as_much(level):
     draws = truth[:, None, :] + 0.6 * rng.normal(size=(5, 400, 6))
     low, high = score_rankings(draws, truth, level), score_rankings(draws, truth, 0.99)
     assert (high.width >= low.width).all() and (high.held >= low.held).all()
+
+
+def _arenas(lanes: int, systems: int, battles: int, share: float, seed: int = 0):
+    """``lanes`` simulated arenas of one judge leaning to side A: truths and counts."""
+    setting = ArenaSetting(
+        spread=0.5,
+        log_nu=np.log(0.5),
+        battles=battles * (1.0 - np.eye(systems)),
+        human_share=share,
+        confusions=np.asarray(preference_confusion(0.6, 1 / 3, 0.6))[None],
+        copy=np.zeros(1),
+    )
+    keys = jax.random.split(jax.random.key(seed), lanes)
+    truth, counts = jax.vmap(lambda k: draw_arena(k, setting))(keys)
+    return np.array(truth), np.array(counts)
+
+
+def test_ppr_rank_sets_hold_every_true_rank_at_their_level():
+    """χ² sets from PPI win rates with the delta method's covariance hold the whole true
+    ranking in at least ``level`` of arenas (they are conservative), and PPR's leader is
+    its highest estimated win rate."""
+    truth, counts = _arenas(300, 6, 20, 0.3)
+    got = score_ppr(counts, truth, 0.9)
+    se = np.sqrt(0.9 * 0.1 / 300)
+    assert got.all_held.mean() >= 0.9 - 3 * se
+    np.testing.assert_array_equal(got.width, got.set_width)
+    np.testing.assert_array_equal(got.widest >= got.width, True)
+    assert np.isnan(got.p_leader).all()
+    assert 1.0 < got.width.mean() < 6.0  # informative, yet not pinned
+    first = ppr_win_rates(cells_of(counts[0]), 6, 0)
+    assert first.lam > 0.0  # the judge's verdicts enter
+    low, high = rank_sets(first.theta, first.cov, 0.9)
+    np.testing.assert_allclose(got.width[0], np.mean(high - low + 1), rtol=1e-15)
+    assert got.leader_first[0] == (np.argmax(first.theta) == np.argmax(truth[0]))
+
+
+def test_ppr_ranks_nothing_where_a_system_lacks_human_verdicts_and_reads_humans_alone_at_share_1():
+    truth, counts = _arenas(2, 4, 3, 0.5, seed=1)
+    counts[0, 0, :, :, 1] = 0  # system 0 on side A: no battle keeps its human verdict
+    counts[0, :, 0, :, 1] = 0  # nor on side B
+    got = score_ppr(counts, truth, 0.9)
+    assert got.held[0] == 1.0 and got.width[0] == 4.0 and not got.leader_first[0]
+    truth, counts = _arenas(1, 4, 6, 1.0, seed=2)
+    got = score_ppr(counts, truth, 0.9)
+    alone = ppr_win_rates(cells_of(counts[0]), 4, None)
+    low, high = rank_sets(alone.theta, alone.cov, 0.9)
+    np.testing.assert_allclose(got.width[0], np.mean(high - low + 1), rtol=1e-15)

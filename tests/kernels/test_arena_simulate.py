@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from binmetric_sweep.kernels.arena.cells import count_cells
 from binmetric_sweep.kernels.arena.logdensity import (
     LOG_NU_SD,
     STRENGTH_SD,
@@ -21,6 +22,7 @@ from binmetric_sweep.kernels.arena.simulate import (
     cells_of,
     draw_arena,
     draw_arena_counts,
+    judge_as_truth,
     verdict_probabilities,
 )
 
@@ -103,6 +105,33 @@ def test_cell_data_is_arena_data_of_the_same_battles(judges, independent):
     got = jax.vmap(lambda z: logdensity(z, fixed, shape))(positions)
     want = jax.vmap(lambda z: logdensity(z, read, shape))(positions)
     np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("judge", [0, 1])
+def test_a_judge_as_truth_is_its_verdicts_in_the_human_s_place_on_every_battle(judge):
+    """judge_only's counts: the same density as arena_data of the battles' cells rebuilt
+    here, each battle's human verdict replaced by the judge's, no judges."""
+    d = design()
+    counts = draw_arena_counts(jax.random.key(5), d)
+    said = judge_as_truth(counts, judge)
+    assert said.shape == (5, 5, 3, 2, 1) and int(said[..., 0, :].sum()) == 0
+    cells = cells_of(counts)
+    repeat = np.asarray(cells.count)
+    rebuilt = count_cells(
+        np.repeat(cells.a, repeat),
+        np.repeat(cells.b, repeat),
+        np.repeat(cells.judged[:, judge], repeat),
+        np.zeros((int(repeat.sum()), 0)),
+    )
+    shape = arena_shape(5, 0)
+    fixed = cell_data(said, np.asarray(d.battles), ())
+    read = arena_data(rebuilt, 5, ())
+    positions = jax.random.normal(jax.random.key(6), (6, shape.size))
+    got = jax.vmap(lambda z: logdensity(z, fixed, shape))(positions)
+    want = jax.vmap(lambda z: logdensity(z, read, shape))(positions)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    with pytest.raises(ValueError, match="judge: 2"):
+        judge_as_truth(counts, 2)
 
 
 def test_cell_data_takes_judges_in_order():

@@ -11,8 +11,9 @@ import pytest
 
 from binmetric_sweep.kernels.arena.logdensity import arena_shape
 from binmetric_sweep.kernels.arena.posterior import SamplerSettings, sample_arenas
+from binmetric_sweep.kernels.arena.ppr import ppr_win_rates, rank_sets
 from binmetric_sweep.kernels.arena.scores import score_rankings
-from binmetric_sweep.kernels.arena.simulate import ArenaSetting, cell_data, draw_arena
+from binmetric_sweep.kernels.arena.simulate import ArenaSetting, cell_data, cells_of, draw_arena
 from binmetric_sweep.kernels.categorical.families import preference_confusion
 from binmetric_sweep.sweep import api
 from binmetric_sweep.sweep.display.tables import default_value
@@ -53,7 +54,8 @@ def test_an_arena_sweep_reads_its_axes_and_defaults_and_keeps_its_digest():
     spec = load_sweep(arena())
     (block,) = spec.grid
     assert block.nu == (0.5,) and block.judges == (1.0,) and block.judge_model == ("joint",)
-    assert spec.estimators == ("bayes", "human_only") and spec.counts == "sampled"
+    assert spec.estimators == ("bayes", "human_only", "judge_only", "ppr")
+    assert spec.counts == "sampled"
     assert spec_from_canonical(spec.canonical()) == spec
     assert spec_digest(spec_from_canonical(spec.canonical())) == spec_digest(spec)
     assert "gamma" not in spec.canonical() and "loop" not in spec.canonical()["sampler"]
@@ -119,15 +121,35 @@ def test_a_run_writes_the_registry_s_arena_columns(ran):
     fits, surface = _table(ran, FITS), _table(ran, SURFACE)
     assert tuple(fits.columns) == names(FITS, "arena")
     assert tuple(surface.columns) == names(SURFACE, "arena")
-    assert len(fits) == 2 * 3 * 2 and len(surface) == 2 * 2
+    assert len(fits) == 2 * 3 * 4 and len(surface) == 2 * 4
+    ppr = fits[fits["estimator"] == "ppr"]
+    assert ppr["rhat"].isna().all() and ppr["p_leader"].isna().all()
+    assert (ppr["divergences"] == 0).all()
     assert set(surface["ratings"]) == {"arena"} and set(surface["method"]) == {"nuts"}
     assert default_value(surface) == "rank_coverage"
     assert api.load_surface(ran).shape == surface.shape
 
 
+def _ppr_scores(counts, truth, level):
+    """PPR's rank sets of each lane (judge 0's verdicts), scored here by hand."""
+    held, every, width, named = [], [], [], []
+    for n, true in zip(counts, truth, strict=True):
+        s = len(true)
+        estimate = ppr_win_rates(cells_of(n), s, 0)
+        low, high = rank_sets(estimate.theta, estimate.cov, level)
+        rank = 1 + np.argsort(np.argsort(-true))
+        inside = (low <= rank) & (rank <= high)
+        held.append(inside.mean())
+        every.append(inside.all())
+        width.append((high - low + 1).mean())
+        named.append(np.argmax(estimate.theta) == np.argmax(true))
+    return held, every, width, named
+
+
 def test_each_fit_is_the_kernels_own_leaderboard_of_its_lane(ran):
     """The lane's key → its arena (draw_arena) → each method's posterior (sample_arenas, the
-    sampler key fold 5) → its scores, recomputed here from the kernels for every lane."""
+    sampler key fold 5; judge_only: the judge's verdict counts put in the truth's place) or
+    ppr's rank sets → its scores, recomputed here from the kernels for every lane."""
     fits = _table(ran, FITS)
     spec = load_sweep(arena())
     table = expand_grid(spec)
@@ -147,9 +169,18 @@ def test_each_fit_is_the_kernels_own_leaderboard_of_its_lane(ran):
             counts.append(np.asarray(n))
         sampler_keys = jax.vmap(lambda k: jax.random.fold_in(k, 5))(lanes)
         rows = fits[fits["config_id"] == table["config_id"][i]]
-        for name, judges in (("bayes", None), ("human_only", ())):
+        said = []  # the judge's verdicts as the truth, every battle kept
+        for n in counts:
+            judged = np.zeros((3, 3, 3, 2, 1), n.dtype)
+            judged[:, :, :, 1, 0] = n.sum(axis=(2, 3))  # one judge: its pattern is its verdict
+            said.append(judged)
+        for name, judges, read in (
+            ("bayes", None, counts),
+            ("human_only", (), counts),
+            ("judge_only", (), said),
+        ):
             data = jax.tree.map(
-                lambda *x: np.stack(x), *[cell_data(n, pairs, judges) for n in counts]
+                lambda *x: np.stack(x), *[cell_data(n, pairs, judges) for n in read]
             )
             shape = arena_shape(3, 1 if judges is None else 0)
             draws = sample_arenas(sampler_keys, data, shape, settings)
@@ -159,9 +190,17 @@ def test_each_fit_is_the_kernels_own_leaderboard_of_its_lane(ran):
             np.testing.assert_array_equal(got["all_ranks_held"], scores.all_held)
             np.testing.assert_array_equal(got["rank_width"], scores.width)
             np.testing.assert_array_equal(got["rank_width_max"], scores.widest)
+            np.testing.assert_array_equal(got["rank_set_width"], scores.set_width)
             np.testing.assert_array_equal(got["p_leader"], scores.p_leader)
             np.testing.assert_array_equal(got["rhat"], draws.rhat_max)
             np.testing.assert_array_equal(got["divergences"], draws.divergences)
+        got = rows[rows["estimator"] == "ppr"].sort_values("replicate")
+        held, every, width, named = _ppr_scores(counts, truth, spec.interval)
+        np.testing.assert_allclose(got["rank_held"], held, rtol=1e-15)
+        np.testing.assert_array_equal(got["all_ranks_held"], every)
+        np.testing.assert_allclose(got["rank_width"], width, rtol=1e-15)
+        np.testing.assert_allclose(got["rank_set_width"], width, rtol=1e-15)
+        np.testing.assert_array_equal(got["leader_first"], named)
         human = np.array([n[..., 1, :].sum() for n in counts])
         np.testing.assert_array_equal(
             rows[rows["estimator"] == "bayes"].sort_values("replicate")["human_verdicts"], human
@@ -178,6 +217,7 @@ def test_the_surface_is_the_fits_means_over_replicates(ran):
             sets=("all_ranks_held", "mean"),
             width=("rank_width", "mean"),
             widest=("rank_width_max", "mean"),
+            set_width=("rank_set_width", "mean"),
             leader=("leader_first", "mean"),
             p=("p_leader", "mean"),
             rhat=("rhat", "max"),
@@ -191,8 +231,10 @@ def test_the_surface_is_the_fits_means_over_replicates(ran):
     np.testing.assert_allclose(merged["set_coverage"], merged["sets"], rtol=1e-15)
     np.testing.assert_allclose(merged["rank_width_mean"], merged["width"], rtol=1e-15)
     np.testing.assert_allclose(merged["rank_width_max_mean"], merged["widest"], rtol=1e-15)
+    np.testing.assert_allclose(merged["rank_set_width_mean"], merged["set_width"], rtol=1e-15)
     np.testing.assert_allclose(merged["leader_share"], merged["leader"], rtol=1e-15)
     np.testing.assert_allclose(merged["p_leader_mean"], merged["p"], rtol=1e-15)
+    np.testing.assert_array_equal(merged["rhat_max"].isna(), merged["estimator"] == "ppr")
     np.testing.assert_array_equal(merged["rhat_max"], merged["rhat"])
     np.testing.assert_array_equal(merged["divergences"], merged["div"])
 

@@ -17,13 +17,13 @@ SCENARIO = {"systems": 4, "spread": 1.0, "battles": 12, "accuracy": 0.7}
 SAMPLER = {"chains": 2, "warmup": 100, "samples": 100}
 
 
-def spec(**changes):
+def spec(estimator="bayes", **changes):
     return arena_plan_spec(
         {**SCENARIO, **changes},
         replicates=16,
         seed=0,
         level=0.9,
-        estimator="bayes",
+        estimator=estimator,
         sampler=SAMPLER,
     )
 
@@ -52,6 +52,7 @@ def test_bad_arena_plans_exit_2_with_one_line(flags, line, capsys):
         (["--judges", "two"], "--judges: value 'two' is not a finite number"),
         (["--level", "1.5"], "--level:"),
         (["--estimator", "ppi"], "--estimator: 'ppi' is not an arena estimator"),
+        (["--estimator", "judge_only"], "--estimator: 'judge_only' is not an arena estimator"),
     ],
 )
 def test_a_bad_scenario_names_its_flag(flags, line, capsys):
@@ -123,3 +124,20 @@ def test_a_width_out_of_reach_is_unreachable_after_one_simulation():
     assert not unreachable.reachable and len(unreachable.searched) == 1
     assert "UNREACHABLE" in unreachable.lines()[0]
     assert UNREACHABLE_STATUS == 3
+
+
+def test_ppr_is_planned_by_its_rank_sets_with_no_sampler():
+    """ppr's sets stand in for the intervals; a closed form has no R-hat to miss by, so no
+    arena counts as unmixed, and its JSON says null where a sampler's R-hat would be."""
+    import json
+
+    from binmetric_sweep.sweep.plan.arena import plans_json
+
+    plan = plan_arena(spec("ppr", battles=40), 3, 0.8)
+    assert all(p.unmixed == 0 and np.isnan(p.rhat_max) for p in plan.searched)
+    lines = plan.lines()
+    assert lines[0].startswith("arena plan (ppr): 4 systems, 40 battles an ordered pair")
+    if plan.reachable:
+        assert "a closed form, no sampler" in lines[1]
+    record = json.loads(plans_json([plan]))
+    assert record["estimator"] == "ppr" and record["searched"][0]["rhat_max"] is None
