@@ -63,7 +63,7 @@ Rules
       header's ``show`` commands filter on no estimator, so they run against
       it as written; the posterior's path through a preference sweep is
       tested in tests/sweep/test_preference.py.
-    - ``arena.yaml``: 960 arena NUTS fits (about 7 minutes on 2 cores); the same
+    - ``arena.yaml``: 1,440 arena NUTS fits (about 11 minutes on 2 cores); the same
       configurations with 2 replicates and 2 chains × (50 + 50) (seconds after their
       programs compile). Its header's ``show`` and ``plot`` commands run as written; an
       arena sweep's numbers are checked against the kernels in
