@@ -11,10 +11,19 @@ of method gives from every human verdict of the file.
   covariance, and with the released code's (``ppr_released``, :func:`released_covariance`):
   every split. Reference: the win rates of every human verdict.
 - ``bayes`` (the arena posterior, every judge named or both, independent given the truth)
-  and ``human_only`` (the posterior of the split's human verdicts alone): the first
-  ``--posterior-splits`` splits of each n (a NUTS fit each, 4 chains × (500 + 1000)); the
-  central rank intervals and the simultaneous rank sets at ``--level``. Reference: the
-  human-only posterior of every human verdict (its ranks by mean strength).
+  and ``human_only`` (the posterior of the split's human verdicts alone): every split too (a
+  NUTS fit each, 4 chains × (500 + 1000), about 10 s on 2 cores); the central rank intervals
+  and the simultaneous rank sets at ``--level``. Reference: the human-only posterior of
+  every human verdict (its ranks by mean strength).
+
+Resumable: each finished split (n, k) is one JSON file in ``--store`` (its rows and its
+fits' health), written whole or not at all, and a rerun with the same settings does only the
+splits missing, in the order k = 0, 1, … with every n at each k, so that a store cut short
+holds about as many splits of each n. Split k of n keeps the verdicts
+``np.random.default_rng([seed, n, k])`` draws and its fits use keys folded from (n, k), so a
+split's numbers do not depend on which others were run, nor in which session. ``--budget``
+starts no split after that many seconds; the record and figure then summarise every split in
+the store.
 
 Per (method, judge, n, interval kind), over splits: ``held`` (the share of systems whose
 interval holds its reference rank; its MC SE over splits), ``all_held`` (the share of splits
@@ -23,17 +32,21 @@ between the split's point ranking and the reference's). A table is printed, a fi
 and the record written to ``--out`` as ``real-ranking-<time>.json``.
 
 Usage: python scripts/real_ranking.py [--battles examples/arena_battles.csv]
-           [--n 500,1000,2000] [--splits 200] [--posterior-splits 5] [--level 0.95]
-           [--seed 67] [--out benchmarks/results] [--figure docs/figures/real-ranking.png]
+           [--n 500,1000,2000] [--splits 200] [--level 0.95] [--seed 67]
+           [--store runs/real-ranking] [--budget SECONDS]
+           [--out benchmarks/results] [--figure docs/figures/real-ranking.png]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -183,19 +196,138 @@ def draw_figure(summary: list[dict], level: float, path: Path) -> None:
     fig.savefig(path, dpi=150)
 
 
+class Settings(NamedTuple):
+    """What a store's splits were computed with: a rerun resumes only under the same."""
+
+    battles_sha256: str
+    seed: int
+    level: float
+    sampler: str
+
+    @classmethod
+    def of(cls, battles: Path, seed: int, level: float) -> Settings:
+        digest = hashlib.sha256(battles.read_bytes()).hexdigest()
+        return cls(digest, seed, level, "4 chains × (500 + 1000)")
+
+
+def open_store(store: Path, settings: Settings) -> None:
+    """Create ``store`` with its settings, or check that an existing one has the same."""
+    path = store / "settings.json"
+    if path.exists():
+        found = json.loads(path.read_text())
+        if found != settings._asdict():
+            differ = ", ".join(k for k, v in settings._asdict().items() if found.get(k) != v)
+            raise SystemExit(f"--store: {store} holds splits of other settings ({differ})")
+        return
+    store.mkdir(parents=True, exist_ok=True)
+    write_record(settings._asdict(), store, "settings", path)
+
+
+def split_path(store: Path, n: int, k: int) -> Path:
+    return store / f"n{n:05d}-split{k:04d}.json"
+
+
+def draw_split(split: Split, seed: int, n: int, k: int) -> BattleCells:
+    """Split k of n: its own generator, so that it is the same whichever splits ran before."""
+    return split.draw(np.random.default_rng([seed, n, k]), n)
+
+
+class Context(NamedTuple):
+    """What every split's fits share: the file's systems and judges, the references.
+
+    Attributes:
+        systems: S.
+        names: the judges' short names, in the file's column order.
+        level: the intervals' and sets' level.
+        key: the seed's key; split (n, k)'s fits fold n, k and the method's index into it.
+        posterior_methods: (method, judge label, judge columns) of each posterior fit.
+        ppr_reference, posterior_reference: ``(S,)`` the reference ranks (module docstring).
+    """
+
+    systems: int
+    names: list[str]
+    level: float
+    key: jax.Array
+    posterior_methods: list[tuple[str, str, tuple[int, ...]]]
+    ppr_reference: np.ndarray
+    posterior_reference: np.ndarray
+
+
+def split_rows(cells: BattleCells, n: int, k: int, context: Context) -> dict:
+    """One split's rows (every method, judge and interval kind) and its fits' health."""
+    s, names, level = context.systems, context.names, context.level
+    rows, fits = [], []
+    for judge in (None, *range(len(names))):
+        est = ppr_win_rates(cells, s, judge)
+        label = "none" if judge is None else names[judge]
+        for method, cov in (
+            ("ppr", est.cov),
+            ("ppr_released", released_covariance(cells, s, judge)),
+        ):
+            low, high = rank_sets(est.theta, cov, level)
+            rows.append(
+                {"method": method, "judge": label, "n": n, "split": k, "interval": "set"}
+                | scores(low, high, est.theta, context.ppr_reference)
+            )
+    split_key = jax.random.fold_in(jax.random.fold_in(context.key, n), k)
+    for index, (method, label, judges) in enumerate(context.posterior_methods):
+        ranks, mean, health = posterior_ranks(
+            jax.random.fold_in(split_key, index), cells, s, judges
+        )
+        fits.append({"n": n, "split": k, "method": method, "judge": label, **health})
+        for interval, (low, high) in (
+            ("central", rank_intervals(ranks, level)),
+            ("set", simultaneous_rank_sets(ranks, level)),
+        ):
+            rows.append(
+                {"method": method, "judge": label, "n": n, "split": k, "interval": interval}
+                | scores(low, high, mean, context.posterior_reference)
+            )
+    return {"rows": rows, "fits": fits}
+
+
+def stored_splits(store: Path) -> list[dict]:
+    """Every finished split in ``store``, in (n, k) order."""
+    return [json.loads(p.read_text()) for p in sorted(store.glob("n*-split*.json"))]
+
+
+def health_summary(fits: list[dict]) -> list[dict]:
+    """Per (method, judge): the fits, the worst R-hat, the least ESS, the divergences, and
+    the fits with R-hat above 1.01."""
+    groups: dict[tuple, list[dict]] = {}
+    for f in fits:
+        groups.setdefault((f["method"], f["judge"]), []).append(f)
+    return [
+        {
+            "method": method,
+            "judge": judge,
+            "fits": len(g),
+            "rhat_max": max(f["rhat_max"] for f in g),
+            "ess_min": min(f["ess_min"] for f in g),
+            "divergences": sum(f["divergences"] for f in g),
+            "fits_with_divergences": sum(f["divergences"] > 0 for f in g),
+            "rhat_over_1_01": [f for f in g if f["rhat_max"] > 1.01],
+        }
+        for (method, judge), g in sorted(groups.items())
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--battles", default=str(REPO / "examples" / "arena_battles.csv"))
     parser.add_argument("--n", default="500,1000,2000")
     parser.add_argument("--splits", type=int, default=200)
-    parser.add_argument("--posterior-splits", type=int, default=5)
     parser.add_argument("--level", type=float, default=0.95)
     parser.add_argument("--seed", type=int, default=67)
+    parser.add_argument("--store", default=str(REPO / "runs" / "real-ranking"))
+    parser.add_argument("--budget", type=float, default=float("inf"))
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
     parser.add_argument("--figure", default=str(REPO / "docs" / "figures" / "real-ranking.png"))
     args = parser.parse_args()
     sizes = [int(n) for n in args.n.split(",")]
     start = time.perf_counter()
+    store = Path(args.store)
+    open_store(store, Settings.of(Path(args.battles), args.seed, args.level))
 
     battles = read_battles(args.battles)
     s, names = len(battles.systems), [SHORT.get(j, j) for j in battles.judges]
@@ -203,65 +335,37 @@ def main() -> None:
     jax.config.update("jax_enable_x64", True)
     key = jax.random.key(args.seed)
 
-    ppr_reference = ranking(ppr_win_rates(battles.cells, s, None).theta)
     ranks, mean, health = posterior_ranks(key, battles.cells, s, ())
-    posterior_reference = ranking(mean)
-    fits = [{"n": "all", "method": "human_only", "judge": "none", **health}]
-    rows = []
     posterior_methods = [("human_only", "none", ())]
     posterior_methods += [("bayes", names[j], (j,)) for j in range(len(names))]
     if len(names) > 1:
         posterior_methods.append(("bayes", "both", tuple(range(len(names)))))
+    context = Context(
+        systems=s,
+        names=names,
+        level=args.level,
+        key=key,
+        posterior_methods=posterior_methods,
+        ppr_reference=ranking(ppr_win_rates(battles.cells, s, None).theta),
+        posterior_reference=ranking(mean),
+    )
 
-    rng = np.random.default_rng(args.seed)
-    for n in sizes:
-        for k in range(args.splits):
-            cells = split.draw(rng, n)
-            for judge in (None, *range(len(names))):
-                est = ppr_win_rates(cells, s, judge)
-                label = "none" if judge is None else names[judge]
-                for method, cov in (
-                    ("ppr", est.cov),
-                    ("ppr_released", released_covariance(cells, s, judge)),
-                ):
-                    low, high = rank_sets(est.theta, cov, args.level)
-                    rows.append(
-                        {
-                            "method": method,
-                            "judge": label,
-                            "n": n,
-                            "split": k,
-                            "interval": "set",
-                            **scores(low, high, est.theta, ppr_reference),
-                        }
-                    )
-            if k >= args.posterior_splits:
-                continue
-            for method, label, judges in posterior_methods:
-                fit_key = jax.random.fold_in(key, len(fits))
-                ranks, mean, health = posterior_ranks(fit_key, cells, s, judges)
-                fits.append({"n": n, "split": k, "method": method, "judge": label, **health})
-                for interval, (low, high) in (
-                    ("central", rank_intervals(ranks, args.level)),
-                    ("set", simultaneous_rank_sets(ranks, args.level)),
-                ):
-                    rows.append(
-                        {
-                            "method": method,
-                            "judge": label,
-                            "n": n,
-                            "split": k,
-                            "interval": interval,
-                            **scores(low, high, mean, posterior_reference),
-                        }
-                    )
-            print(
-                f"n = {n}: posterior split {k + 1} of {args.posterior_splits} "
-                f"({time.perf_counter() - start:.0f} s)",
-                flush=True,
-            )
+    todo = [
+        (n, k) for k in range(args.splits) for n in sizes if not split_path(store, n, k).exists()
+    ]
+    for done, (n, k) in enumerate(todo):
+        if time.perf_counter() - start > args.budget:
+            print(f"--budget: {len(todo) - done} splits left for a later run", flush=True)
+            break
+        result = split_rows(draw_split(split, args.seed, n, k), n, k, context)
+        write_record(result, store, "split", split_path(store, n, k))
+        print(
+            f"n = {n}, split {k}: {done + 1} of {len(todo)} ({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
 
-    summary = summarise(rows)
+    splits = [r for r in stored_splits(store) if r["rows"][0]["n"] in sizes]
+    summary = summarise([row for r in splits for row in r["rows"]])
     print(
         f"{'method':14} {'judge':7} {'n':>5} {'interval':8} {'splits':>6} {'held':>14} "
         f"{'all held':>8} {'size':>6} {'tau':>6}"
@@ -278,14 +382,15 @@ def main() -> None:
         "judges": list(battles.judges),
         "level": args.level,
         "seed": args.seed,
-        "splits": args.splits,
-        "posterior_splits": args.posterior_splits,
+        "splits_wanted": args.splits,
+        "splits_done": {str(n): sum(r["rows"][0]["n"] == n for r in splits) for n in sizes},
         "sampler": "4 chains × (500 + 1000)",
-        "ppr_reference": ppr_reference.tolist(),
-        "posterior_reference": posterior_reference.tolist(),
+        "ppr_reference": context.ppr_reference.tolist(),
+        "posterior_reference": context.posterior_reference.tolist(),
+        "reference_fit": health,
         "summary": summary,
-        "fits": fits,
-        "seconds": time.perf_counter() - start,
+        "health": health_summary([f for r in splits for f in r["fits"]]),
+        "seconds_this_run": time.perf_counter() - start,
         "cpus": os.cpu_count(),
         **provenance("real_ranking.py", sys.argv[1:]),
     }

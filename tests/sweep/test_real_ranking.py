@@ -1,5 +1,7 @@
 """scripts/real_ranking.py's parts: a split keeps exactly n human verdicts and every battle and
-judge verdict; its Kendall's τ is SciPy's; its summaries are the splits' means."""
+judge verdict, and is the same whichever splits ran before; a store resumes only under its own
+settings and holds each split whole; its Kendall's τ is SciPy's; its summaries are the splits'
+means."""
 
 from __future__ import annotations
 
@@ -68,3 +70,40 @@ def test_the_summary_is_the_splits_means():
     (s,) = script.summarise(rows)
     assert (s["held"], s["all_held"], s["size"], s["tau"]) == (0.75, 0.5, 3.0, pytest.approx(0.6))
     assert s["held_se"] == pytest.approx(np.std([1.0, 0.5], ddof=1) / np.sqrt(2))
+
+
+def test_a_split_is_the_same_whichever_splits_were_drawn_before(battles):
+    split = script.Split(battles.cells)
+    first = script.draw_split(split, 67, 500, 3)
+    for k in range(3):
+        script.draw_split(split, 67, 500, k)
+    again = script.draw_split(split, 67, 500, 3)
+    other = script.draw_split(split, 67, 500, 4)
+    for x, y in zip(first, again, strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert any(x.shape != y.shape or np.any(x != y) for x, y in zip(first, other, strict=True))
+
+
+def test_a_store_resumes_only_under_its_own_settings(tmp_path):
+    path = REPO / "examples" / "arena_battles.csv"
+    settings = script.Settings.of(path, 67, 0.95)
+    script.open_store(tmp_path / "store", settings)
+    script.open_store(tmp_path / "store", settings)  # the same: resumes
+    with pytest.raises(SystemExit, match=r"other settings \(seed, level\)"):
+        script.open_store(tmp_path / "store", script.Settings.of(path, 1, 0.9))
+
+
+def test_a_split_s_rows_are_written_whole_and_read_back(battles, tmp_path):
+    s = len(battles.systems)
+    reference = script.ranking(script.ppr_win_rates(battles.cells, s, None).theta)
+    key = script.jax.random.key(0)
+    context = script.Context(s, ["gpt-4", "gpt-3.5"], 0.95, key, [], reference, reference)
+    cells = script.draw_split(script.Split(battles.cells), 67, 500, 0)
+    result = script.split_rows(cells, 500, 0, context)
+    # ppr and the released code's covariance, each with no judge and with each judge.
+    assert [(r["method"], r["judge"]) for r in result["rows"]] == [
+        (m, j) for j in ("none", "gpt-4", "gpt-3.5") for m in ("ppr", "ppr_released")
+    ]
+    assert all(0.0 <= r["held"] <= 1.0 and 1.0 <= r["size"] <= s for r in result["rows"])
+    script.write_record(result, tmp_path, "split", script.split_path(tmp_path, 500, 0))
+    assert script.stored_splits(tmp_path) == [result]
