@@ -38,6 +38,7 @@ from binmetric_sweep.kernels.arena.cells import A_BETTER, B_BETTER, NONE, Battle
 
 __all__ = [
     "PPRWinRates",
+    "battles_played",
     "chi2_quantile",
     "power_tuned_lambda",
     "ppr_win_rates",
@@ -82,12 +83,18 @@ class _Rates(NamedTuple):
     residual_b: np.ndarray
 
 
+def battles_played(a: np.ndarray, b: np.ndarray, count: np.ndarray, systems: int) -> np.ndarray:
+    """``(S,)`` float64 the battles each system plays in ``(C,)`` cells (either side): a win
+    rate's denominator, so that a system at 0 has none."""
+    return np.bincount(a, count, systems) + np.bincount(b, count, systems)
+
+
 def _rates(battles: _Battles, verdict: np.ndarray, systems: int, what: str) -> _Rates:
     """The win rates of ``(C,)`` verdict classes over ``battles``."""
     wins_a = (verdict == A_BETTER).astype(np.float64)
     wins_b = (verdict == B_BETTER).astype(np.float64)
     m = battles.count
-    played = np.bincount(battles.a, m, systems) + np.bincount(battles.b, m, systems)
+    played = battles_played(battles.a, battles.b, m, systems)
     absent = np.flatnonzero(played == 0)
     if absent.size:
         raise ValueError(

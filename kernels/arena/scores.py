@@ -25,7 +25,7 @@ from binmetric_sweep.kernels.arena.posterior import (
     rank_intervals,
     simultaneous_rank_sets,
 )
-from binmetric_sweep.kernels.arena.ppr import ppr_win_rates, rank_sets
+from binmetric_sweep.kernels.arena.ppr import battles_played, ppr_win_rates, rank_sets
 from binmetric_sweep.kernels.arena.simulate import cells_of
 
 __all__ = ["RankScores", "score_ppr", "score_rankings"]
@@ -137,9 +137,7 @@ def score_ppr(counts: np.ndarray, truth: np.ndarray, level: float, judge: int = 
         cells = cells_of(lane)
         rank = rank_draws(true[None])[0]
         seen = cells.human != NONE
-        played = np.bincount(cells.a[seen], cells.count[seen], s)
-        played += np.bincount(cells.b[seen], cells.count[seen], s)
-        if np.any(played == 0):
+        if np.any(battles_played(cells.a[seen], cells.b[seen], cells.count[seen], s) == 0):
             whole = np.ones(s, int), np.full(s, s)
             rows.append(_row(*whole, *whole, rank, False, np.nan))
             continue
