@@ -359,6 +359,9 @@ def main() -> None:
             break
         result = split_rows(draw_split(split, args.seed, n, k), n, k, context)
         write_record(result, store, "split", split_path(store, n, k))
+        # Every fit compiles its own programs, each holding memory maps of its code: freed,
+        # or a long run passes the kernel's map limit (65,530 here) after about 110 fits.
+        jax.clear_caches()
         print(
             f"n = {n}, split {k}: {done + 1} of {len(todo)} ({time.perf_counter() - start:.0f} s)",
             flush=True,
