@@ -67,6 +67,15 @@ def pytest_xdist_make_scheduler(config, log):
                 del workload[scope]
             return super().remove_node(node)
 
+        def _reschedule(self, node):
+            # A replacement worker is a node from its workerready on, but has no collection
+            # until its collectionfinish. xdist 3.8 hands it work anyway: the unit leaves
+            # the queue, indexing the missing collection raises KeyError, and
+            # worker_errordown swallows it, so the unit is assigned but never sent (and
+            # the run ends in an internal error). Its collectionfinish schedules it.
+            if node in self.registered_collections:
+                super()._reschedule(node)
+
     return ModuleScheduling(config, log)
 
 
