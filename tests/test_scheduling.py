@@ -3,9 +3,8 @@
 xdist 3.8's module scheduler requeues a crashed worker's finished modules and then
 waits forever for a replacement to complete them: CI once ran out of time that way after
 one segmentation fault. It also hands work to a replacement worker that has not finished
-collecting, loses that unit and ends in an internal error (2 runs of this test in 12 did,
-before the fix). A small suite in which one test kills every worker that runs it
-must end, every other test passed.
+collecting, loses that unit and ends in an internal error. A small suite in which one
+test kills every worker that runs it must end, every other test passed.
 """
 
 import os
