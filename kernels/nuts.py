@@ -88,9 +88,9 @@ class NUTSSettings(NamedTuple):
         max_tree_depth: cap on the NUTS doubling depth (2^depth − 1 leapfrogs).
         warmup_max_tree_depth: the cap during warm-up. Before the step size
             and mass matrix settle, trajectories run long; a lane in lock-step
-            makes the whole batch wait for them. Capped at 6 (63 leapfrogs),
-            warm-up took 40 % less time on 120 lanes drawn across the issue's
-            ranges, with the same agreement with quadrature afterwards.
+            makes the whole batch wait for them. The cap of 6 (63 leapfrogs)
+            shortens warm-up and keeps the agreement with quadrature
+            afterwards (docs/performance.md, tuning constants).
         record_steps: keep each transition's leapfrog count, ``(chains,
             samples)`` per fit, for lock-step efficiency measurements.
         ridge: sample metric-dominated lanes of the full model in ridge
@@ -100,7 +100,8 @@ class NUTSSettings(NamedTuple):
             every lane per iteration, so lanes do not wait for each other's
             trajectories) or ``"kernel"`` (the same steps, whole chains inside
             one Pallas kernel per block of lanes, :mod:`kernels.chain_kernel`;
-            compiled by Triton on a GPU, interpreted elsewhere, far slower).
+            compiled by Triton on a GPU; elsewhere Pallas interprets it, which
+            lets the tests check it on CPU).
             Both are the same NUTS. ``"auto"`` (the default): ``"kernel"`` on
             a GPU, where it is faster (docs/performance.md), ``"leapfrog"``
             elsewhere (:func:`resolve_loop`).
