@@ -203,20 +203,42 @@ def run_shard(
         ``fault`` are for the fits of one estimand and not read there).
     """
     require_float64()
+    start = time.perf_counter()
     if spec.rating_model is ARENA:
-        start = time.perf_counter()
         fits_table, surface, stages = run_arena_shard(spec, shard, on_fits=on_fits, stop=stop)
-        return ShardResult(
-            shard.index,
-            fits_table,
-            surface,
-            _node_name(),
-            time.perf_counter() - start,
-            device_name(),
-            "numpyro",
-            stages,
+        loop, rule_seconds = "numpyro", {}
+    else:
+        fits_table, surface, loop, stages, rule_seconds = _estimate_shard(
+            spec, shard, schedule, memo, on_fits, fault, stop
         )
-    start = last = time.perf_counter()
+    return ShardResult(
+        shard.index,
+        fits_table,
+        surface,
+        _node_name(),
+        time.perf_counter() - start,
+        device_name(),
+        loop,
+        stages,
+        rule_seconds,
+    )
+
+
+def _estimate_shard(
+    spec: SweepSpec,
+    shard: Shard,
+    schedule: Schedule | None,
+    memo: FitMemo | None,
+    on_fits: Callable[[int], None] | None,
+    fault: Callable[[FitResults], FitResults] | None,
+    stop: threading.Event | None,
+) -> tuple[pa.Table, pa.Table, str, dict[str, float], dict[str, float]]:
+    """:func:`run_shard` for one estimand's estimators (every rating model but the arena).
+
+    Returns:
+        ``(fits, surface, loop, stages, rule_seconds)``, as :class:`ShardResult` holds them.
+    """
+    last = time.perf_counter()
     stages: dict[str, float] = {}
 
     def lap(stage: str) -> None:  # the wall time since the last lap, added to this stage's
@@ -295,17 +317,8 @@ def run_shard(
     rule_seconds: dict[str, float] = {}
     for call in calls:
         rule_seconds[call.rule] = rule_seconds.get(call.rule, 0.0) + call.seconds
-    return ShardResult(
-        shard.index,
-        fits_table,
-        surface,
-        _node_name(),
-        time.perf_counter() - start,
-        device_name(),
-        nuts.loop if posterior is not None and spec.method == "nuts" else "",
-        stages,
-        rule_seconds,
-    )
+    loop = nuts.loop if posterior is not None and spec.method == "nuts" else ""
+    return fits_table, surface, loop, stages, rule_seconds
 
 
 def _summaries(
