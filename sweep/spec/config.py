@@ -565,6 +565,26 @@ class ScaleBlock(_JudgesBlock):
         return tuple(a for a in super().free_axes() if getattr(self, a) is not None)
 
 
+def _chosen_estimators(
+    raw: Any, registered: tuple[str, ...], kind: str, allowed: str
+) -> tuple[str, ...]:
+    """The sweep file's ``estimators`` (a name, a list of names or ``all``) → names of
+    ``registered``, in its order; a name outside it, a repeat or an empty list exits with
+    one line that says ``kind`` (e.g. "an estimator") and lists what is ``allowed``."""
+    allowed = f"{allowed}: {', '.join(registered)}, or all"
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list | tuple) or not names:
+        raise SweepError(f"estimators: {shown(raw)} is not a list of estimators; {allowed}")
+    for name in names:
+        if name != "all" and name not in registered:
+            raise SweepError(f"estimators: {shown(name)} is not {kind}; {allowed}")
+    if "all" in names:
+        return registered
+    if len(set(names)) != len(names):
+        raise SweepError(f"estimators: {shown(list(names))} names an estimator twice")
+    return tuple(name for name in registered if name in names)
+
+
 class SweepSpec(_Strict):
     """A validated sweep file."""
 
@@ -602,19 +622,7 @@ class SweepSpec(_Strict):
     def _estimator_names(cls, raw: Any) -> Any:
         """A name, a list of names or ``all`` → the registered names, in the registry's order
         (:func:`kernels.estimators.estimator_names`)."""
-        registered = estimator_names()
-        allowed = f"allowed: {', '.join(registered)}, or all"
-        names = [raw] if isinstance(raw, str) else raw
-        if not isinstance(names, list | tuple) or not names:
-            raise SweepError(f"estimators: {shown(raw)} is not a list of estimators; {allowed}")
-        for name in names:
-            if name != "all" and name not in registered:
-                raise SweepError(f"estimators: {shown(name)} is not an estimator; {allowed}")
-        if "all" in names:
-            return registered
-        if len(set(names)) != len(names):
-            raise SweepError(f"estimators: {shown(list(names))} names an estimator twice")
-        return tuple(name for name in registered if name in names)
+        return _chosen_estimators(raw, estimator_names(), "an estimator", "allowed")
 
     @field_validator("gamma", "power", mode="before")
     @classmethod
@@ -1057,18 +1065,9 @@ class ArenaSweepSpec(SweepSpec):
     @classmethod
     def _estimator_names(cls, raw: Any) -> Any:
         """A name, a list of names or ``all`` → :data:`ARENA_ESTIMATORS`' names, in its order."""
-        allowed = f"allowed with ratings arena: {', '.join(ARENA_ESTIMATORS)}, or all"
-        names = [raw] if isinstance(raw, str) else raw
-        if not isinstance(names, list | tuple) or not names:
-            raise SweepError(f"estimators: {shown(raw)} is not a list of estimators; {allowed}")
-        for name in names:
-            if name != "all" and name not in ARENA_ESTIMATORS:
-                raise SweepError(f"estimators: {shown(name)} is not an arena estimator; {allowed}")
-        if "all" in names:
-            return tuple(ARENA_ESTIMATORS)
-        if len(set(names)) != len(names):
-            raise SweepError(f"estimators: {shown(list(names))} names an estimator twice")
-        return tuple(name for name in ARENA_ESTIMATORS if name in names)
+        return _chosen_estimators(
+            raw, tuple(ARENA_ESTIMATORS), "an arena estimator", "allowed with ratings arena"
+        )
 
     @property
     def rating_model(self) -> RatingModel:
